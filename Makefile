@@ -1,0 +1,29 @@
+# The README's two commands. Each sets up whatever is missing, then acts;
+# with nothing changed, the set-up skips the installs.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+LINTED := snippets tests hooks.py
+
+.PHONY: serve test setup
+
+serve: setup
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+test: setup
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/pytest
+
+setup: $(INSTALLED)
+	$(BIN)/python -m snippets.models
+	$(BIN)/python -m snippets.figures
+
+# torch first, on its own, so that pip takes the local CPU wheel and never the CUDA build
+$(INSTALLED): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet --constraint constraints.txt --editable .
+	touch $@

@@ -1,0 +1,36 @@
+"""MkDocs hooks: what the site build does besides rendering Markdown.
+
+- before each build: provision the models and regenerate the figures whose code
+  changed, so a figure can never be stale;
+- on each page: turn arithmatex's TeX into MathML, which browsers render natively:
+  no math script, no font and no request to any other host.
+"""
+
+import html
+import re
+
+from latex2mathml.converter import convert
+
+from snippets import figures
+from snippets.models import provision, use_local_hub
+
+MATH = re.compile(
+    r'<(?P<tag>span|div) class="arithmatex">\s*(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<block>.*?)\\\])'
+    r"\s*</(?P=tag)>",
+    re.DOTALL,
+)
+
+
+def on_pre_build(config):
+    use_local_hub()
+    provision()
+    figures.build()
+
+
+def on_page_content(content, page, config, files):
+    def to_mathml(match):
+        tex = match.group("inline") if match.group("inline") is not None else match.group("block")
+        display = "inline" if match.group("inline") is not None else "block"
+        return convert(html.unescape(tex).strip(), display=display)
+
+    return MATH.sub(to_mathml, content)

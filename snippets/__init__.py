@@ -1,0 +1,1 @@
+"""The book's code, one module per subject. Pages include it; tests import it."""

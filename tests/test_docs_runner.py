@@ -1,0 +1,154 @@
+"""The docs runner tells a contributor what is wrong: file, line and cause."""
+
+import textwrap
+
+import pytest
+
+from tests import docs_runner
+
+
+def page_from(tmp_path, markdown):
+    path = tmp_path / "chapter.md"
+    path.write_text(textwrap.dedent(markdown).lstrip())
+    return docs_runner.parse(path)
+
+
+def run_all(page):
+    outputs = []
+    for block in page.blocks:
+        outputs.append(docs_runner.run(block, page))
+    return outputs
+
+
+@pytest.mark.parametrize("info", ["py", 'python title="x.py"', 'python linenums="1"', "pycon"])
+def test_a_fence_that_would_be_silently_skipped_is_reported(tmp_path, info):
+    page = page_from(tmp_path, f"# T\n\n```{info}\nprint(1)\n```\n")
+    [problem] = page.problems
+    assert "chapter.md:3:" in problem
+    assert "is never run" in problem and "plain ```python fence" in problem
+
+
+def test_blocks_not_chained_into_one_session_are_reported(tmp_path):
+    page = page_from(
+        tmp_path,
+        """
+        ```python
+        x = 1
+        ```
+
+        Prose.
+
+        ```python
+        y = x
+        ```
+        """,
+    )
+    [problem] = page.problems
+    assert "chapter.md:7:" in problem and "not chained" in problem
+    assert "<!--pytest-codeblocks:cont-->" in problem
+
+
+def test_a_skip_needs_a_reason(tmp_path):
+    page = page_from(tmp_path, "<!--pytest.mark.skip-->\n```python\nraise SystemExit\n```\n")
+    [problem] = page.problems
+    assert "chapter.md:2:" in problem and "gives no reason" in problem
+    assert page.blocks[0].skip_reason  # still skipped, never run
+    with pytest.raises(pytest.skip.Exception):
+        docs_runner.run(page.blocks[0], page)
+
+
+def test_a_failing_block_names_page_line_exception_and_traceback(tmp_path):
+    page = page_from(
+        tmp_path,
+        """
+        ```python
+        def divide(a, b):
+            return a / b
+        ```
+
+        <!--pytest-codeblocks:cont-->
+        ```python
+        print("about to fail")
+        divide(1, 0)
+        ```
+        """,
+    )
+    assert page.problems == []
+    docs_runner.run(page.blocks[0], page)
+    with pytest.raises(docs_runner.BlockFailure) as failure:
+        docs_runner.run(page.blocks[1], page)
+    message = str(failure.value)
+    assert message.splitlines()[0].endswith("chapter.md:9: ZeroDivisionError: division by zero")
+    assert "chapter.md:7)" in message.splitlines()[1]
+    assert 'chapter.md", line 9, in <module>' in message
+    assert 'chapter.md", line 3, in divide' in message and "return a / b" in message
+    assert "about to fail" in message
+
+
+def test_an_output_that_differs_from_the_page_is_shown_as_a_diff(tmp_path):
+    page = page_from(
+        tmp_path,
+        """
+        ```python
+        print(6 * 7)
+        ```
+
+        <!--pytest-codeblocks:expected-output-->
+        ```text
+        41
+        ```
+        """,
+    )
+    with pytest.raises(docs_runner.BlockFailure) as failure:
+        run_all(page)
+    message = str(failure.value)
+    assert "chapter.md:1: the block's output differs" in message
+    assert "-41" in message and "+42" in message and "chapter.md:5" in message
+
+
+def test_output_the_page_does_not_show_fails(tmp_path):
+    page = page_from(tmp_path, "```python\nprint('hidden')\n```\n")
+    with pytest.raises(docs_runner.BlockFailure, match="prints output that the page does not"):
+        run_all(page)
+
+
+def test_later_blocks_are_skipped_after_a_failure(tmp_path):
+    page = page_from(
+        tmp_path,
+        "```python\nraise ValueError('x')\n```\n\n<!--pytest-codeblocks:cont-->\n"
+        "```python\nprint(1)\n```\n",
+    )
+    with pytest.raises(docs_runner.BlockFailure):
+        docs_runner.run(page.blocks[0], page)
+    with pytest.raises(pytest.skip.Exception, match="an earlier block of this page failed"):
+        docs_runner.run(page.blocks[1], page)
+
+
+def test_includes_are_expanded_and_tracebacks_point_into_snippets(tmp_path):
+    page = page_from(
+        tmp_path,
+        """
+        ```python
+        --8<-- "wordpiece.py:wordpiece"
+
+        print(wordpiece("unaffable", {"un": 0, "##aff": 1, "##able": 2}))
+        wordpiece(None, {})
+        ```
+        """,
+    )
+    block = page.blocks[0]
+    assert "def wordpiece(" in block.code and "--8<--" not in block.code
+    with pytest.raises(docs_runner.BlockFailure) as failure:
+        docs_runner.run(block, page)
+    message = str(failure.value)
+    assert message.splitlines()[0].endswith(
+        "chapter.md:5: TypeError: object of type 'NoneType' has no len()"
+    )
+    assert 'File "snippets/wordpiece.py", line' in message
+    assert "['un', '##aff', '##able']" in message  # printed before failing
+
+
+def test_a_missing_include_is_reported(tmp_path):
+    page = page_from(tmp_path, '```python\n--8<-- "no_such_module.py:part"\n```\n')
+    [problem] = page.problems
+    assert "chapter.md:2:" in problem and "no_such_module.py" in problem

@@ -1,0 +1,93 @@
+"""The site builds strictly, renders math itself and loads nothing from another host."""
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.docs_runner import REPO_ROOT
+
+# elements and attributes through which a page loads something
+LOADS = {
+    "script": "src",
+    "img": "src",
+    "iframe": "src",
+    "source": "src",
+    "audio": "src",
+    "video": "src",
+    "embed": "src",
+    "object": "data",
+}
+LOADING_LINKS = {"stylesheet", "icon", "preload", "modulepreload", "manifest", "prefetch"}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    site_dir = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr}"
+    return site_dir
+
+
+class ResourceCollector(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.urls = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag in LOADS and attrs.get(LOADS[tag]):
+            self.urls.append(attrs[LOADS[tag]])
+        if tag == "link" and LOADING_LINKS & set((attrs.get("rel") or "").split()):
+            self.urls.append(attrs.get("href", ""))
+
+
+def is_remote(url):
+    host = urlparse(url).hostname
+    return url.startswith("//") or (host is not None and host not in {"localhost", "127.0.0.1"})
+
+
+def test_pages_load_nothing_from_another_host(site):
+    remote = []
+    for page in site.rglob("*.html"):
+        collector = ResourceCollector()
+        collector.feed(page.read_text(encoding="utf-8"))
+        remote += [f"{page.relative_to(site)}: {url}" for url in collector.urls if is_remote(url)]
+        assert 'data-md-component="source"' not in page.read_text(encoding="utf-8")
+    for stylesheet in site.rglob("*.css"):
+        for url in re.findall(r"(?:url\(|@import\s+)[\"']?([^\"')\s]+)", stylesheet.read_text()):
+            if is_remote(url):
+                remote.append(f"{stylesheet.relative_to(site)}: {url}")
+    assert not remote, "\n".join(remote)
+
+
+def test_math_is_rendered_to_mathml_at_build(site):
+    pages_with_math = [
+        page
+        for page in (REPO_ROOT / "docs").rglob("*.md")
+        if re.search(r"\\\(|\\\[", page.read_text(encoding="utf-8"))
+    ]
+    assert pages_with_math
+    for page in pages_with_math:
+        relative = page.relative_to(REPO_ROOT / "docs").with_suffix("")
+        html = (site / relative / "index.html").read_text(encoding="utf-8")
+        assert "<math" in html, relative
+        assert 'class="arithmatex"' not in html, relative
+
+
+def test_every_page_has_an_edit_link(site):
+    for page in (REPO_ROOT / "docs").rglob("*.md"):
+        if "figures" in page.parts:
+            continue
+        relative = page.relative_to(REPO_ROOT / "docs")
+        html_path = site / ("index.html" if relative.stem == "index" else relative.with_suffix(""))
+        html = (html_path / "index.html" if html_path.is_dir() else html_path).read_text()
+        assert f"edit/main/docs/{relative.as_posix()}" in html, relative

@@ -1,0 +1,95 @@
+"""The tokenizer chapter's claims, on inputs the page does not show."""
+
+import random
+import re
+
+import pytest
+from transformers import AutoTokenizer
+
+from snippets.models import MINILM
+from snippets.wordpiece import tokenize_by_hand, wordpiece
+from tests.docs_runner import REPO_ROOT
+
+ALPHABET = (
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    "éèêëàâäôöûüçñøåæœßÉÀÇ"  # accented Latin
+    "αβγδεжзийκλмнопрстуфх"  # Greek and Cyrillic
+    "的一是不了人我在有他这中大来上"  # Chinese: the normalizer puts spaces around each
+    "🤗🙂🚀✨"  # not in the vocabulary
+    ".,;:!?'\"()[]{}-–—/\\@#$%^&*_+=<>|~`"  # punctuation is split off
+    "     \t\n"
+)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(MINILM.repo_id)
+
+
+def test_reference_sentence(tokenizer):
+    ids = tokenizer("Hugging Face makes it easy to use Transformers.")["input_ids"]
+    assert ids == [101, 17662, 2227, 3084, 2009, 3733, 2000, 2224, 19081, 1012, 102]
+
+
+def test_wordpiece_by_hand_equals_library_on_random_text(tokenizer):
+    rng = random.Random(0)
+    for _ in range(2000):
+        text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 60)))
+        assert tokenize_by_hand(text, tokenizer) == tokenizer.tokenize(text), repr(text)
+
+
+def test_wordpiece_by_hand_equals_library_on_every_word_of_the_book(tokenizer):
+    words = set()
+    for path in [*REPO_ROOT.glob("docs/**/*.md"), *REPO_ROOT.glob("snippets/**/*.py")]:
+        words.update(re.findall(r"\S+", path.read_text(encoding="utf-8")))
+    # The library matches literal special tokens ("[SEP]") before normalizing; the
+    # chapter's tokenize_by_hand leaves special tokens out, and says so.
+    words = {w for w in words if not any(t in w for t in tokenizer.all_special_tokens)}
+    assert len(words) > 500
+    for word in sorted(words):
+        assert tokenize_by_hand(word, tokenizer) == tokenizer.tokenize(word), word
+
+
+def test_words_longer_than_the_limit_are_unknown(tokenizer):
+    vocab = tokenizer.get_vocab()
+    assert wordpiece("a" * 100, vocab) != ["[UNK]"]
+    assert wordpiece("a" * 101, vocab) == ["[UNK]"]
+    assert tokenizer.tokenize("a" * 101) == ["[UNK]"]
+
+
+@pytest.mark.parametrize("lengths", [(1, 1), (3, 40, 7), (200, 2), (5,)])
+def test_padding_true_pads_to_the_longest_in_the_batch(tokenizer, lengths):
+    """Seed error 15: BERT's tokenizer does not pad to a fixed length."""
+    texts = [" ".join(["word"] * n) for n in lengths]
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    longest = max(lengths) + 2  # [CLS] and [SEP]
+    assert batch["input_ids"].shape == (len(texts), longest)
+    assert batch["attention_mask"].sum(dim=1).tolist() == [n + 2 for n in lengths]
+    assert longest < tokenizer.model_max_length
+    padded = tokenizer(texts, padding="max_length", max_length=256, return_tensors="pt")
+    assert padded["input_ids"].shape == (len(texts), 256)
+
+
+@pytest.mark.parametrize("strategy", ["longest_first", "only_second"])
+def test_pairs_are_cls_a_sep_b_sep_with_token_types(tokenizer, strategy):
+    first, second = "Who wrote Hamlet? " * 3, "Shakespeare did, around 1600. " * 20
+    encoded = tokenizer(first, second, truncation=strategy, max_length=48)
+    ids, types = encoded["input_ids"], encoded["token_type_ids"]
+    assert len(ids) == 48
+    seps = [i for i, token in enumerate(ids) if token == tokenizer.sep_token_id]
+    assert ids[0] == tokenizer.cls_token_id
+    assert seps[-1] == len(ids) - 1 and len(seps) == 2
+    assert types == [0] * (seps[0] + 1) + [1] * (len(ids) - seps[0] - 1)
+    if strategy == "only_second":
+        assert ids[1 : seps[0]] == tokenizer(first, add_special_tokens=False)["input_ids"]
+
+
+def test_offsets_point_at_the_original_characters(tokenizer):
+    text = "Naïve CAFÉS serve électroencéphalogrammes, don't they?"
+    encoded = tokenizer(text, return_offsets_mapping=True)
+    normalizer = tokenizer.backend_tokenizer.normalizer
+    for token, (start, end) in zip(encoded.tokens(), encoded["offset_mapping"], strict=True):
+        if token in tokenizer.all_special_tokens:
+            assert (start, end) == (0, 0)
+        else:
+            assert normalizer.normalize_str(text[start:end]) == token.removeprefix("##")
