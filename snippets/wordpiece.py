@@ -28,12 +28,11 @@ def wordpiece(word, vocab, unk_token="[UNK]", max_chars=100):
 
 
 # --8<-- [start:tokenize]
-def tokenize_by_hand(text, tokenizer):
+def tokenize_by_hand(text, tokenizer, vocab):
     """The library's normalizer and pre-tokenizer, then our WordPiece."""
     backend = tokenizer.backend_tokenizer
     normalized = backend.normalizer.normalize_str(text)
     words = [word for word, _span in backend.pre_tokenizer.pre_tokenize_str(normalized)]
-    vocab = tokenizer.get_vocab()
     return [piece for word in words for piece in wordpiece(word, vocab)]
 
 

@@ -11,8 +11,9 @@ BLOCKS = [(page, block) for page in PAGES for block in page.blocks]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _remove_scratch_folders():
+def _time_pages_then_clean_up():
     yield
+    docs_runner.record_timings(PAGES)
     for page in PAGES:
         if page.workdir is not None:
             shutil.rmtree(page.workdir, ignore_errors=True)

@@ -26,19 +26,24 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(MINILM.repo_id)
 
 
+@pytest.fixture(scope="module")
+def vocab(tokenizer):
+    return tokenizer.get_vocab()
+
+
 def test_reference_sentence(tokenizer):
     ids = tokenizer("Hugging Face makes it easy to use Transformers.")["input_ids"]
     assert ids == [101, 17662, 2227, 3084, 2009, 3733, 2000, 2224, 19081, 1012, 102]
 
 
-def test_wordpiece_by_hand_equals_library_on_random_text(tokenizer):
+def test_wordpiece_by_hand_equals_library_on_random_text(tokenizer, vocab):
     rng = random.Random(0)
     for _ in range(2000):
         text = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 60)))
-        assert tokenize_by_hand(text, tokenizer) == tokenizer.tokenize(text), repr(text)
+        assert tokenize_by_hand(text, tokenizer, vocab) == tokenizer.tokenize(text), repr(text)
 
 
-def test_wordpiece_by_hand_equals_library_on_every_word_of_the_book(tokenizer):
+def test_wordpiece_by_hand_equals_library_on_every_word_of_the_book(tokenizer, vocab):
     words = set()
     for path in [*REPO_ROOT.glob("docs/**/*.md"), *REPO_ROOT.glob("snippets/**/*.py")]:
         words.update(re.findall(r"\S+", path.read_text(encoding="utf-8")))
@@ -47,11 +52,10 @@ def test_wordpiece_by_hand_equals_library_on_every_word_of_the_book(tokenizer):
     words = {w for w in words if not any(t in w for t in tokenizer.all_special_tokens)}
     assert len(words) > 500
     for word in sorted(words):
-        assert tokenize_by_hand(word, tokenizer) == tokenizer.tokenize(word), word
+        assert tokenize_by_hand(word, tokenizer, vocab) == tokenizer.tokenize(word), word
 
 
-def test_words_longer_than_the_limit_are_unknown(tokenizer):
-    vocab = tokenizer.get_vocab()
+def test_words_longer_than_the_limit_are_unknown(tokenizer, vocab):
     assert wordpiece("a" * 100, vocab) != ["[UNK]"]
     assert wordpiece("a" * 101, vocab) == ["[UNK]"]
     assert tokenizer.tokenize("a" * 101) == ["[UNK]"]
