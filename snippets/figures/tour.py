@@ -15,6 +15,7 @@ TOUR = [
         "Part I\nBERT, tensor\nby tensor",
         [
             ("Tokenizer", "bert/tokenizer.md", "ids (B, T)"),
+            ("Model &\nconfig", "bert/model.md", "BertModel"),
             ("Embeddings", "bert/embeddings.md", "(B, T, C)"),
             ("Self-attention", "bert/self-attention.md", "(B, H, T, T)"),
             ("Add & norm", "bert/attention-output.md", "(B, T, C)"),
@@ -26,7 +27,7 @@ TOUR = [
     (
         "Part II\nA Transformer\nfrom scratch",
         [
-            ("Embeddings &\npositions", "transformer/positions.md", "(B, T, C)"),
+            ("Embeddings &\npositions", "transformer/embeddings.md", "(B, T, C)"),
             ("Attention\n& masks", "transformer/attention.md", "(B, H, T, T)"),
             ("Multi-head", "transformer/multi-head.md", "(B, T, C)"),
             ("FFN &\nLayerNorm", "transformer/feed-forward.md", "(B, T, C)"),
@@ -72,8 +73,8 @@ def pages_in_nav() -> frozenset[str]:
 @figure("tour.svg", inputs=("mkdocs.yml",))
 def tour():
     written = pages_in_nav()
-    box_w, box_h, gap, left = 1.42, 0.62, 0.36, 1.75
-    fig, ax = plt.subplots(figsize=(13.4, 5.0))
+    box_w, box_h, gap, left = 1.32, 0.62, 0.32, 1.75
+    fig, ax = plt.subplots(figsize=(14.6, 5.0))
     colours = ["#3f51b5", "#00897b", "#e65100"]
     for row, ((title, chapters), colour) in enumerate(zip(TOUR, colours, strict=True)):
         y = 2 * (len(TOUR) - 1 - row)
@@ -104,7 +105,7 @@ def tour():
         "B batch · T tokens · C hidden size · H heads · D head size · V vocabulary · L layers",
         fontsize=8, color="#555555",
     )  # fmt: skip
-    ax.set_xlim(-0.1, left + 7 * (box_w + gap))
+    ax.set_xlim(-0.1, left + max(len(c) for _, c in TOUR) * (box_w + gap))
     ax.set_ylim(-1.1, 2 * (len(TOUR) - 1) + box_h + 0.2)
     ax.axis("off")
     return fig
