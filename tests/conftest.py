@@ -1,6 +1,10 @@
 """Test session set-up: offline Hugging Face on the project cache, no display."""
 
 import os
+import subprocess
+import sys
+
+import pytest
 
 from snippets.models import provision, use_local_hub
 
@@ -23,3 +27,17 @@ def pytest_terminal_summary(terminalreporter):
             f"docs: {tally['executed']} blocks executed, {tally['skipped']} skipped, "
             f"{tally['failed']} failed",
         )
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """The site, built once per run with `mkdocs build --strict`."""
+    site_dir = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+        cwd=docs_runner.REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr}"
+    return site_dir

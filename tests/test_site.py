@@ -1,8 +1,6 @@
 """The site builds strictly, renders math itself and loads nothing from another host."""
 
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from urllib.parse import urlparse
 
@@ -24,17 +22,9 @@ LOADS = {
 LOADING_LINKS = {"stylesheet", "icon", "preload", "modulepreload", "manifest", "prefetch"}
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    site_dir = tmp_path_factory.mktemp("site")
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr}"
-    return site_dir
+@pytest.fixture
+def site(built_site):
+    return built_site
 
 
 class ResourceCollector(HTMLParser):

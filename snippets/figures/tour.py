@@ -12,22 +12,22 @@ from snippets.figures import REPO_ROOT, figure
 # (part title, [(chapter, page, what it hands on)])
 TOUR = [
     (
-        "Part I\nBERT, tensor\nby tensor",
+        "Part I: BERT, tensor by tensor",
         [
             ("Tokenizer", "bert/tokenizer.md", "ids (B, T)"),
             ("Model &\nconfig", "bert/model.md", "BertModel"),
             ("Embeddings", "bert/embeddings.md", "(B, T, C)"),
-            ("Self-attention", "bert/self-attention.md", "(B, H, T, T)"),
+            ("Self-\nattention", "bert/self-attention.md", "(B, H, T, T)"),
             ("Add & norm", "bert/attention-output.md", "(B, T, C)"),
-            ("Feed-forward", "bert/feed-forward.md", "(B, T, C)"),
+            ("Feed-\nforward", "bert/feed-forward.md", "(B, T, C)"),
             ("Encoder", "bert/encoder.md", "L × (B, T, C)"),
-            ("Pooler & heads", "bert/pooler-and-heads.md", "(B, C)"),
+            ("Pooler\n& heads", "bert/pooler-and-heads.md", "(B, C)"),
         ],
     ),
     (
-        "Part II\nA Transformer\nfrom scratch",
+        "Part II: A Transformer from scratch",
         [
-            ("Embeddings &\npositions", "transformer/embeddings.md", "(B, T, C)"),
+            ("Embeddings\n& positions", "transformer/embeddings.md", "(B, T, C)"),
             ("Attention\n& masks", "transformer/attention.md", "(B, H, T, T)"),
             ("Multi-head", "transformer/multi-head.md", "(B, T, C)"),
             ("FFN &\nLayerNorm", "transformer/feed-forward.md", "(B, T, C)"),
@@ -37,11 +37,11 @@ TOUR = [
         ],
     ),
     (
-        "Part III\nGPT-2, from\nlogits to text",
+        "Part III: GPT-2, from logits to text",
         [
             ("Byte-level\nBPE", "gpt2/tokenizer.md", "ids (1, T)"),
             ("Training\na GPT-2", "gpt2/training.md", "weights"),
-            ("Forward pass", "gpt2/forward.md", "logits (1, T, V)"),
+            ("Forward\npass", "gpt2/forward.md", "logits (1, T, V)"),
             ("Generation", "gpt2/generation.md", "next id"),
             ("KV cache", "gpt2/kv-cache.md", "(1, H, T, D)"),
             ("SmolLM2", "gpt2/smollm2.md", "text"),
@@ -73,39 +73,45 @@ def pages_in_nav() -> frozenset[str]:
 @figure("tour.svg", inputs=("mkdocs.yml",))
 def tour():
     written = pages_in_nav()
-    box_w, box_h, gap, left = 1.32, 0.62, 0.32, 1.75
-    fig, ax = plt.subplots(figsize=(14.6, 5.0))
+    columns = max(len(chapters) for _, chapters in TOUR)
+    box_w, box_h, gap, row_h = 1.05, 0.58, 0.16, 1.55
+    width = columns * (box_w + gap) - gap + 0.1
+    height = row_h * (len(TOUR) - 1) + box_h + 1.8
+    fig = plt.figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))  # one data unit is one inch: text fits the boxes
     colours = ["#3f51b5", "#00897b", "#e65100"]
     for row, ((title, chapters), colour) in enumerate(zip(TOUR, colours, strict=True)):
-        y = 2 * (len(TOUR) - 1 - row)
-        ax.text(0, y + box_h / 2, title, ha="left", va="center", fontsize=10, weight="bold")
+        y = row_h * (len(TOUR) - 1 - row)
+        ax.text(0, y + box_h + 0.22, title, fontsize=10, weight="bold",
+                color=colour)  # fmt: skip
         for i, (name, page, hands_on) in enumerate(chapters):
-            x = left + i * (box_w + gap)
+            x = i * (box_w + gap)
             done = page in written
             ax.add_patch(
                 FancyBboxPatch(
-                    (x, y), box_w, box_h, boxstyle="round,pad=0.04",
+                    (x, y), box_w, box_h, boxstyle="round,pad=0.03",
                     facecolor=colour if done else "white", edgecolor=colour,
-                    linestyle="-" if done else (0, (3, 2)), linewidth=1.4,
+                    linestyle="-" if done else (0, (3, 2)), linewidth=1.3,
                 )
             )  # fmt: skip
             ax.text(
-                x + box_w / 2, y + box_h / 2, name, ha="center", va="center", fontsize=8,
+                x + box_w / 2, y + box_h / 2, name, ha="center", va="center", fontsize=8.5,
                 color="white" if done else colour,
             )  # fmt: skip
-            ax.text(x + box_w / 2, y - 0.18, hands_on, ha="center", va="top", fontsize=7.5,
+            ax.text(x + box_w / 2, y - 0.12, hands_on, ha="center", va="top", fontsize=7.5,
                     color="#555555", family="monospace")  # fmt: skip
             if i:
                 ax.annotate(
-                    "", xy=(x - 0.04, y + box_h / 2), xytext=(x - gap + 0.04, y + box_h / 2),
-                    arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.2},
+                    "", xy=(x - 0.03, y + box_h / 2), xytext=(x - gap + 0.03, y + box_h / 2),
+                    arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.1,
+                                "shrinkA": 0, "shrinkB": 0},
                 )  # fmt: skip
     ax.text(
-        left, -0.95, "solid: written and tested    dashed: planned    "
+        0, -0.75, "solid: written and tested · dashed: planned\n"
         "B batch · T tokens · C hidden size · H heads · D head size · V vocabulary · L layers",
-        fontsize=8, color="#555555",
+        fontsize=8, color="#555555", va="top",
     )  # fmt: skip
-    ax.set_xlim(-0.1, left + max(len(c) for _, c in TOUR) * (box_w + gap))
-    ax.set_ylim(-1.1, 2 * (len(TOUR) - 1) + box_h + 0.2)
+    ax.set_xlim(-0.05, width - 0.05)
+    ax.set_ylim(-1.3, height - 1.3)
     ax.axis("off")
     return fig

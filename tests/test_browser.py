@@ -1,0 +1,119 @@
+"""Every page in a real browser: headless Chromium driven by Playwright.
+
+Debian's Chromium is used as it is (no browser download): set CHROMIUM to use
+another binary. A screenshot of each page is saved under artifacts/screenshots/.
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.docs_runner import DOCS, REPO_ROOT, display, pages
+
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
+# flags that keep Chromium from calling home: this machine has no network, and pages must
+# make no request to any host but the one serving them
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def site_url_path(page: Path) -> str:
+    """docs/bert/tokenizer.md -> bert/tokenizer/ (MkDocs' directory URLs)."""
+    relative = page.relative_to(DOCS).with_suffix("")
+    return "" if relative.name == "index" else f"{relative.as_posix()}/"
+
+
+@pytest.fixture(scope="module")
+def server(built_site):
+    handler = functools.partial(QuietHandler, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: `apt-get install chromium`, or set CHROMIUM")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def tab(browser, server):
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900},
+        permissions=["clipboard-read", "clipboard-write"],
+    )
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.problems = []
+    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
+    page.on("pageerror", lambda error: page.problems.append(f"script error: {error}"))
+    page.on("request", lambda r: _check_host(r.url, server, page.problems))
+    yield page
+    context.close()
+
+
+def _check_host(url, server, problems):
+    if urlparse(url).scheme in {"http", "https"} and not url.startswith(server):
+        problems.append(f"request to another host: {url}")
+
+
+@pytest.mark.parametrize("source", pages(), ids=lambda p: display(p))
+def test_page_works_in_a_browser(tab, server, source):
+    where = display(source)
+    tab.goto(server + site_url_path(source), wait_until="networkidle")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=SCREENSHOTS / f"{where.replace('/', '_')}.png", full_page=True)
+    assert not tab.problems, f"{where}: " + "; ".join(tab.problems)
+
+    unrendered = tab.evaluate(
+        """() => [...document.querySelectorAll('article math')].filter(m => {
+                const box = m.getBoundingClientRect();
+                return !getComputedStyle(m).display.includes('math') || !box.width || !box.height;
+            }).length"""
+    )
+    assert unrendered == 0, f"{where}: {unrendered} formulas are not rendered as MathML"
+
+    copy_buttons = tab.locator("article .md-clipboard")
+    if copy_buttons.count():
+        copy_buttons.first.click(force=True)
+        copied = tab.evaluate("navigator.clipboard.readText()")
+        shown = tab.locator("article pre code").first.inner_text()
+        assert copied.strip() == shown.strip(), f"{where}: the copy button copied {copied!r}"
+
+    scheme = "document.body.getAttribute('data-md-color-scheme')"
+    before = tab.evaluate(scheme)
+    tab.locator("form[data-md-component=palette] label:visible").first.click()
+    assert tab.evaluate(scheme) != before, f"{where}: the light/dark toggle changed nothing"
+
+    search = tab.locator("input.md-search__input")
+    search.click()
+    search.press_sequentially("attention")  # Material searches on key events, not on fill()
+    results = tab.locator(".md-search-result__item")
+    results.first.wait_for(timeout=10_000)
+    assert results.count() > 0, f"{where}: search found nothing for 'attention'"
