@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 LINTED := snippets tests hooks.py
 
-.PHONY: serve test setup
+.PHONY: serve test setup chapter
 
 serve: setup
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
@@ -27,3 +27,7 @@ $(INSTALLED): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet --constraint constraints.txt --editable .
 	touch $@
+
+# a new chapter: the page from the template, its nav entry, a failing test stub
+chapter: setup
+	$(BIN)/python -m tests.scaffold "$(PAGE)" "$(TITLE)"

@@ -101,13 +101,16 @@ def _snippet_preprocessor():
 
     with contextlib.redirect_stderr(io.StringIO()):
         config = load_config(str(REPO_ROOT / "mkdocs.yml"))
-    snippets_config = config.mdx_configs.get("pymdownx.snippets", {})
+    snippets_config = dict(config.mdx_configs.get("pymdownx.snippets", {}))
+    # absolute, so that the runner works from any working directory
+    snippets_config["base_path"] = [
+        str(REPO_ROOT / p) for p in snippets_config.get("base_path", ["."])
+    ]
     md = markdown.Markdown(
         extensions=["pymdownx.snippets"],
         extension_configs={"pymdownx.snippets": snippets_config},
     )
-    base_paths = [REPO_ROOT / p for p in snippets_config.get("base_path", ["."])]
-    return md.preprocessors["snippet"], base_paths
+    return md.preprocessors["snippet"], [Path(p) for p in snippets_config["base_path"]]
 
 
 def expand_includes(code: str, page: Path, first_line: int) -> tuple[str, list[tuple[str, int]]]:

@@ -55,7 +55,9 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).is_file():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: `apt-get install chromium`, or set CHROMIUM")
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: `apt-get install chromium`, or set CHROMIUM"
+        )
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         yield browser

@@ -6,7 +6,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.docs_runner import REPO_ROOT
+from tests import page_checks
+from tests.docs_runner import REPO_ROOT, display, pages
 
 # elements and attributes through which a page loads something
 LOADS = {
@@ -81,3 +82,9 @@ def test_every_page_has_an_edit_link(site):
         html_path = site / ("index.html" if relative.stem == "index" else relative.with_suffix(""))
         html = (html_path / "index.html" if html_path.is_dir() else html_path).read_text()
         assert f"edit/main/docs/{relative.as_posix()}" in html, relative
+
+
+@pytest.mark.parametrize("page", pages(), ids=display)
+def test_page_is_in_the_nav_and_its_links_resolve(page):
+    problems = page_checks.nav_problems(page) + page_checks.link_problems(page)
+    assert not problems, "\n".join(problems)

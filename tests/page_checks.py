@@ -1,0 +1,130 @@
+"""Static checks of the book's pages, each problem naming file, line and cause.
+
+- every page is in the nav of mkdocs.yml;
+- every local link points at a page or file that exists, and every #anchor at a
+  heading (or id) the target really has;
+- every image a page shows exists (figures are drawn by snippets/figures/).
+
+`mkdocs build --strict` catches most of these too, but without a line number.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import markdown
+from mkdocs.config import load_config
+
+from tests.docs_runner import DOCS, REPO_ROOT, display
+
+CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)  # links in code are examples
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(\s*([^)\s]+)")
+IMAGE = re.compile(r"!\[[^\]]*\]\(\s*([^)\s]+)|<img\b[^>]*\bsrc=[\"']([^\"']+)", re.DOTALL)
+ID = re.compile(r"""\bid=["']([^"']+)["']""")
+
+
+def _blank(match: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", match.group())  # keeps line numbers
+
+
+def _prose(path: Path) -> str:
+    return CODE.sub(_blank, path.read_text(encoding="utf-8"))
+
+
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _is_local(target: str) -> bool:
+    return not re.match(r"[a-z][a-z0-9+.-]*:|/", target)
+
+
+@functools.cache
+def _mkdocs_config(config_file: Path):
+    return load_config(str(config_file))
+
+
+def nav_pages(config_file: Path = REPO_ROOT / "mkdocs.yml") -> set[str]:
+    found = set()
+
+    def walk(node):
+        if isinstance(node, str):
+            found.add(node)
+        elif isinstance(node, dict | list):
+            for child in node.values() if isinstance(node, dict) else node:
+                walk(child)
+
+    walk(_mkdocs_config(config_file).nav)
+    return found
+
+
+def nav_problems(page: Path, docs: Path = DOCS, nav: set[str] | None = None) -> list[str]:
+    relative = page.relative_to(docs).as_posix()
+    if relative in (nav_pages() if nav is None else nav):
+        return []
+    return [
+        f"{display(page)}:1: the page is not in the nav of mkdocs.yml, so no reader can "
+        f"reach it. Add `- Its title: {relative}` under its part (`make chapter` does this)."
+    ]
+
+
+@functools.cache
+def _ids(page: Path) -> frozenset[str]:
+    """The ids a page's HTML will have, rendered with the site's Markdown extensions."""
+    config = _mkdocs_config(REPO_ROOT / "mkdocs.yml")
+    extension_configs = dict(config.mdx_configs)
+    snippets = dict(extension_configs.get("pymdownx.snippets", {}))
+    snippets["base_path"] = [str(REPO_ROOT / p) for p in snippets.get("base_path", ["."])]
+    extension_configs["pymdownx.snippets"] = snippets
+    md = markdown.Markdown(
+        extensions=config.markdown_extensions, extension_configs=extension_configs
+    )
+    return frozenset(ID.findall(md.convert(page.read_text(encoding="utf-8"))))
+
+
+def link_problems(page: Path, docs: Path = DOCS) -> list[str]:
+    text = _prose(page)
+    problems = []
+    for match in LINK.finditer(text):
+        target = match.group(1)
+        if not _is_local(target):
+            continue
+        where = f"{display(page)}:{_line(text, match.start())}"
+        path_part, _, anchor = target.partition("#")
+        linked = (page.parent / path_part).resolve() if path_part else page
+        if not linked.is_relative_to(docs.resolve()):
+            problems.append(f"{where}: link to {target}, outside docs/: the site will not have it")
+        elif not linked.exists():
+            problems.append(f"{where}: dead link: {target} (no file {display(linked)})")
+        elif anchor and linked.suffix == ".md" and anchor not in _ids(linked):
+            problems.append(
+                f"{where}: dead link: {target} ({display(linked)} has no heading or id '{anchor}')"
+            )
+    return problems
+
+
+def shown_images(page: Path) -> list[tuple[int, str]]:
+    """(line, target) for every local image a page shows."""
+    text = _prose(page)
+    return [
+        (_line(text, m.start()), m.group(1) or m.group(2))
+        for m in IMAGE.finditer(text)
+        if _is_local(m.group(1) or m.group(2))
+    ]
+
+
+def image_problems(page: Path, figures_dir: Path) -> list[str]:
+    problems = []
+    for line, target in shown_images(page):
+        path = (page.parent / target).resolve()
+        if path.is_file():
+            continue
+        cause = (
+            "no function in snippets/figures/ draws it (register one with @figure)"
+            if path.parent == figures_dir.resolve()
+            else "the file does not exist"
+        )
+        problems.append(f"{display(page)}:{line}: missing image {target}: {cause}")
+    return problems

@@ -1,0 +1,68 @@
+"""Scaffold a new chapter: the page, its nav entry and a test stub.
+
+    make chapter PAGE=bert/my-chapter TITLE="My chapter"
+    python -m tests.scaffold bert/my-chapter "My chapter"
+
+The page starts from tests/chapter_template.md and passes the checks as it is;
+the test stub fails until its parity test is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = Path(__file__).with_name("chapter_template.md")
+
+TEST_STUB = '''"""Parity tests for docs/{page}: its hand-written code against the library."""
+
+import pytest
+
+
+def test_{name}_matches_the_reference_on_inputs_the_page_does_not_show():
+    pytest.fail(
+        "not written yet: check docs/{page} against its reference on inputs the page "
+        "does not show (padding, sentence pairs, long sequences, full-size configs)"
+    )
+'''
+
+
+def scaffold(page: str, title: str, root: Path = REPO_ROOT) -> list[Path]:
+    """Create docs/<page>.md, its nav entry and tests/test_<name>.py; return the new files."""
+    folder, _, stem = page.removesuffix(".md").rpartition("/")
+    page = f"{folder}/{stem}.md"
+    doc = root / "docs" / page
+    test = root / "tests" / f"test_{stem.replace('-', '_')}.py"
+    for path in (doc, test):
+        if path.exists():
+            raise SystemExit(f"{path.relative_to(root)} exists already")
+
+    config = root / "mkdocs.yml"
+    lines = config.read_text().splitlines(keepends=True)
+    siblings = [i for i, line in enumerate(lines) if re.search(rf":\s+{folder}/\S+\.md\s*$", line)]
+    if not folder or not siblings:
+        raise SystemExit(
+            f"no nav section in mkdocs.yml holds pages of docs/{folder}/: add the part's "
+            "section first, then run this again"
+        )
+    last = lines[siblings[-1]]
+    indent = last[: len(last) - len(last.lstrip())]
+    lines.insert(siblings[-1] + 1, f"{indent}- {title}: {page}\n")
+
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(TEMPLATE.read_text().replace("{title}", title))
+    test.write_text(TEST_STUB.format(page=page, name=stem.replace("-", "_")))
+    config.write_text("".join(lines))
+    return [doc, test]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m tests.scaffold", description=__doc__)
+    parser.add_argument("page", help="the page under docs/, e.g. bert/my-chapter")
+    parser.add_argument("title", help="the chapter's title, as in the nav")
+    args = parser.parse_args()
+    for path in scaffold(args.page, args.title):
+        print(f"created {path.relative_to(REPO_ROOT)}")
+    print("added it to the nav in mkdocs.yml")

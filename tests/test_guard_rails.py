@@ -1,0 +1,94 @@
+"""Deliberately broken chapters: each mistake a contributor can make gets a message
+naming the file, the line and the cause. Plus the chapter scaffold."""
+
+import shutil
+
+import pytest
+
+from tests import docs_runner, page_checks
+from tests.scaffold import scaffold
+
+CASES = {
+    "failing snippet": (
+        "# Broken\n\n```python\nimport torch\n\nx = torch.ones(2, 3)\ny = x @ x\n```\n",
+        "broken.md:7: RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+    ),
+    "silently skipped fence": (
+        '# Broken\n\n```python title="model.py"\nprint(1)\n```\n',
+        'broken.md:3: fence ```python title="model.py" is never run',
+    ),
+    "blocks not chained": (
+        "# Broken\n\n```python\nx = 1\n```\n\nMore.\n\n```python\nprint(x)\n```\n",
+        "broken.md:9: this python block is not chained",
+    ),
+    "missing figure": (
+        "# Broken\n\nText.\n\n![attention](../figures/no-such-figure.svg)\n",
+        "broken.md:5: missing image ../figures/no-such-figure.svg: no function in "
+        "snippets/figures/ draws it",
+    ),
+    "dead link": (
+        "# Broken\n\nSee [the tokenizer](tokeniser.md).\n",
+        "broken.md:3: dead link: tokeniser.md",
+    ),
+    "dead anchor": (
+        "# Broken\n\nSee\n[padding](other.md#padding-to-the-longest).\n",
+        "broken.md:4: dead link: other.md#padding-to-the-longest (docs/bert/other.md has no "
+        "heading or id 'padding-to-the-longest')",
+    ),
+    "page absent from the nav": (
+        "# Broken\n\nA page nobody links.\n",
+        "broken.md:1: the page is not in the nav of mkdocs.yml",
+    ),
+}
+
+
+def problems_of(page, docs):
+    """Everything the checks say about one page, as a contributor would see it."""
+    parsed = docs_runner.parse(page)
+    problems = list(parsed.problems)
+    problems += page_checks.nav_problems(page, docs, nav={"bert/other.md"})
+    problems += page_checks.link_problems(page, docs)
+    problems += page_checks.image_problems(page, docs / "figures")
+    for block in parsed.blocks:
+        try:
+            docs_runner.run(block, parsed)
+        except docs_runner.BlockFailure as failure:
+            problems.append(str(failure))
+    return problems
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_broken_chapter_gets_file_line_and_cause(tmp_path, monkeypatch, case):
+    markdown, expected = CASES[case]
+    docs = tmp_path / "docs"
+    (docs / "bert").mkdir(parents=True)
+    (docs / "bert" / "other.md").write_text("# Other\n\n## Padding to the longest sequence\n")
+    page = docs / "bert" / "broken.md"
+    page.write_text(markdown)
+    monkeypatch.setattr(docs_runner, "REPO_ROOT", tmp_path)  # paths shown as docs/...
+    problems = problems_of(page, docs)
+    assert any(expected in problem for problem in problems), "\n".join(problems)
+    assert all("docs/bert/broken.md:" in p or "docs/bert/other.md" in p for p in problems)
+
+
+def test_the_scaffold_makes_a_page_that_passes_and_a_stub_that_fails(tmp_path):
+    shutil.copy(docs_runner.REPO_ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    (tmp_path / "tests").mkdir()
+    page, test = scaffold("bert/new-chapter", "A new chapter", root=tmp_path)
+
+    nav = (tmp_path / "mkdocs.yml").read_text().splitlines()
+    added = nav.index("      - A new chapter: bert/new-chapter.md")
+    assert ": bert/" in nav[added - 1]  # last in its part
+    assert ": bert/" not in nav[added + 1]
+
+    parsed = docs_runner.parse(page)
+    assert parsed.problems == []
+    for block in parsed.blocks:
+        docs_runner.run(block, parsed)
+
+    namespace = {}
+    exec(compile(test.read_text(), str(test), "exec"), namespace)
+    with pytest.raises(pytest.fail.Exception, match="not written yet"):
+        namespace["test_new_chapter_matches_the_reference_on_inputs_the_page_does_not_show"]()
+    with pytest.raises(SystemExit, match="exists already"):
+        scaffold("bert/new-chapter", "Again", root=tmp_path)
