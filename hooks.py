@@ -4,6 +4,7 @@
   changed, so a figure can never be stale;
 - on each page: turn arithmatex's TeX into MathML, which browsers render natively:
   no math script, no font and no request to any other host;
+- images load lazily, so a long chapter does not fetch every figure up front;
 - under each chapter's title: how long its code took in the last test run, and
   with which versions. Measured, never typed.
 """
@@ -23,6 +24,9 @@ MATH = re.compile(
     r"\s*</(?P=tag)>",
     re.DOTALL,
 )
+
+
+IMG = re.compile(r"<img (?![^>]*\bloading=)")
 
 
 def on_pre_build(config):
@@ -53,4 +57,5 @@ def on_page_content(content, page, config, files):
         display = "inline" if match.group("inline") is not None else "block"
         return convert(html.unescape(tex).strip(), display=display)
 
-    return MATH.sub(to_mathml, content)
+    content = MATH.sub(to_mathml, content)
+    return IMG.sub(r'<img loading="lazy" ', content)

@@ -6,6 +6,7 @@ another binary. A screenshot of each page is saved under artifacts/screenshots/.
 
 import functools
 import http.server
+import json
 import os
 import shutil
 import threading
@@ -19,6 +20,8 @@ from tests.docs_runner import DOCS, REPO_ROOT, display, pages
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
+PAGE_SIZES = REPO_ROOT / "artifacts" / "page-sizes.json"
+BUDGET = 1_000_000  # bytes a page may transfer, figures, scripts and search index included
 # flags that keep Chromium from calling home: this machine has no network, and pages must
 # make no request to any host but the one serving them
 CHROMIUM_FLAGS = [
@@ -58,6 +61,7 @@ def browser():
         pytest.fail(
             f"Chromium not found at {CHROMIUM}: `apt-get install chromium`, or set CHROMIUM"
         )
+    PAGE_SIZES.unlink(missing_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         yield browser
@@ -76,6 +80,8 @@ def tab(browser, server):
     page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
     page.on("pageerror", lambda error: page.problems.append(f"script error: {error}"))
     page.on("request", lambda r: _check_host(r.url, server, page.problems))
+    page.transferred = {}
+    page.on("requestfinished", lambda r: page.transferred.update({r.url: r.sizes()}))
     yield page
     context.close()
 
@@ -92,6 +98,7 @@ def test_page_works_in_a_browser(tab, server, source):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=SCREENSHOTS / f"{where.replace('/', '_')}.png", full_page=True)
     assert not tab.problems, f"{where}: " + "; ".join(tab.problems)
+    _check_budget(where, tab.transferred)
 
     unrendered = tab.evaluate(
         """() => [...document.querySelectorAll('article math')].filter(m => {
@@ -119,3 +126,12 @@ def test_page_works_in_a_browser(tab, server, source):
     results = tab.locator(".md-search-result__item")
     results.first.wait_for(timeout=10_000)
     assert results.count() > 0, f"{where}: search found nothing for 'attention'"
+
+
+def _check_budget(where, transferred):
+    total = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in transferred.values())
+    sizes = json.loads(PAGE_SIZES.read_text()) if PAGE_SIZES.exists() else {}
+    sizes[where] = total
+    PAGE_SIZES.write_text(json.dumps(sizes, indent=1, sort_keys=True) + "\n")
+    heaviest = sorted(transferred, key=lambda u: -transferred[u]["responseBodySize"])[:3]
+    assert total <= BUDGET, f"{where}: transfers {total:,} bytes (budget {BUDGET:,}): {heaviest}"

@@ -74,6 +74,12 @@ def test_math_is_rendered_to_mathml_at_build(site):
         assert 'class="arithmatex"' not in html, relative
 
 
+def test_images_load_lazily(site):
+    for page in site.rglob("*.html"):
+        for tag in re.findall(r"<img\b[^>]*>", page.read_text(encoding="utf-8")):
+            assert 'loading="lazy"' in tag, f"{page.relative_to(site)}: {tag[:80]}"
+
+
 def test_every_page_has_an_edit_link(site):
     for page in (REPO_ROOT / "docs").rglob("*.md"):
         if "figures" in page.parts:
