@@ -6,18 +6,22 @@
   no math script, no font and no request to any other host;
 - images load lazily, so a long chapter does not fetch every figure up front;
 - under each chapter's title: how long its code took in the last test run, and
-  with which versions. Measured, never typed.
+  with which versions (measured, never typed), and links to the chapter as a
+  notebook, to download or to open in Colab;
+- after the build: write those notebooks, generated from the pages.
 """
 
 import html
 import json
 import re
+from pathlib import Path
 
 from latex2mathml.converter import convert
 
 from snippets import figures
 from snippets.models import provision, use_local_hub
-from tests.docs_runner import TIMINGS
+from tests import notebooks
+from tests.docs_runner import DOCS, TIMINGS, pages
 
 MATH = re.compile(
     r'<(?P<tag>span|div) class="arithmatex">\s*(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<block>.*?)\\\])'
@@ -36,19 +40,28 @@ def on_pre_build(config):
 
 
 def on_page_markdown(markdown, page, config, files):
+    if "```python" not in markdown:
+        return markdown
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     measured = timings.get(page.file.src_uri)
     if measured is None:
-        if "```python" not in markdown:
-            return markdown
-        line = "Not timed yet on this machine: `make test` measures every page."
+        provenance = "Not timed yet on this machine: `make test` measures every page."
     else:
-        line = (
+        provenance = (
             f"Runs in {measured['seconds']} s on {measured['cpus']} CPU cores · tested with "
             f"torch {measured['torch']}, transformers {measured['transformers']}"
         )
+    source = DOCS / page.file.src_uri
+    to_root = "../" * page.url.count("/")
+    links = (
+        f'<a href="{to_root}{notebooks.notebook_path(source)}" download>'
+        ":material-download: notebook</a> · "
+        f'<a href="{notebooks.colab_url(config.repo_url, source)}">'
+        ":material-rocket-launch-outline: open in Colab</a>"
+    )
     title, _, rest = markdown.partition("\n")
-    return f'{title}\n\n<p class="provenance" markdown>:material-timer-outline: {line}</p>\n{rest}'
+    line = f":material-timer-outline: {provenance} · {links}"
+    return f'{title}\n\n<p class="provenance" markdown>{line}</p>\n{rest}'
 
 
 def on_page_content(content, page, config, files):
@@ -59,3 +72,9 @@ def on_page_content(content, page, config, files):
 
     content = MATH.sub(to_mathml, content)
     return IMG.sub(r'<img loading="lazy" ', content)
+
+
+def on_post_build(config):
+    notebooks.write_notebooks(
+        Path(config.site_dir), config.site_url, notebooks.setup_cell(), pages()
+    )

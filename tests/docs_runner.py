@@ -20,16 +20,12 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
-import hashlib
 import io
-import json
 import linecache
 import os
 import re
 import subprocess
-import sys
 import tempfile
-import time
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -41,7 +37,7 @@ from pytest_codeblocks.main import extract_from_buffer
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
 GENERATED = DOCS / "figures"
-# what the last run measured per page; the site build prints it on each page
+# how long each chapter's notebook took in the last test run; the site prints it
 TIMINGS = REPO_ROOT / ".cache" / "page-timings.json"
 
 CONT = re.compile(r"^\s*<!--[-\s]*pytest-codeblocks:\s*cont[-\s]*-->\s*$")
@@ -348,11 +344,11 @@ def _check_output(block: Block, output: str) -> None:
                 f"{output.rstrip()}\n```"
             )
         return
-    if _normalise(output) == _normalise(expected):
+    if normalise(output) == normalise(expected):
         return
     diff = difflib.unified_diff(
-        _normalise(expected).splitlines(),
-        _normalise(output).splitlines(),
+        normalise(expected).splitlines(),
+        normalise(output).splitlines(),
         fromfile=f"shown on the page ({display(block.page)}:{block.expected_lineno})",
         tofile=f"printed by the block ({block.where})",
         lineterm="",
@@ -363,41 +359,6 @@ def _check_output(block: Block, output: str) -> None:
     )
 
 
-def _normalise(text: str) -> str:
+def normalise(text: str) -> str:
     """Trailing spaces and blank lines at the end are invisible on the page."""
     return "\n".join(line.rstrip() for line in text.rstrip().splitlines())
-
-
-def record_timings(pages: list[Page]) -> None:
-    """Time each page whose blocks all passed, as a reader runs it: in a fresh Python.
-
-    A page is re-timed only when its code changed since it was last timed.
-    """
-    import torch
-    import transformers
-
-    timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
-    for page in pages:
-        code = "".join(b.code for b in page.blocks if b.syntax == "python" and not b.skip_reason)
-        if not code or page.broken_at is not None:
-            continue
-        key = page.path.relative_to(DOCS).as_posix()
-        digest = hashlib.sha256(code.encode()).hexdigest()
-        if timings.get(key, {}).get("code") == digest:
-            continue
-        with tempfile.TemporaryDirectory() as scratch:
-            started = time.perf_counter()
-            result = subprocess.run(
-                [sys.executable, "-c", code], cwd=scratch, capture_output=True, check=False
-            )
-            seconds = time.perf_counter() - started
-        if result.returncode == 0:
-            timings[key] = {
-                "code": digest,
-                "seconds": round(seconds, 1),
-                "cpus": os.cpu_count(),
-                "torch": torch.__version__.split("+")[0],
-                "transformers": transformers.__version__,
-            }
-    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
-    TIMINGS.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")

@@ -11,9 +11,8 @@ BLOCKS = [(page, block) for page in PAGES for block in page.blocks]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _time_pages_then_clean_up():
+def _remove_scratch_folders():
     yield
-    docs_runner.record_timings(PAGES)
     for page in PAGES:
         if page.workdir is not None:
             shutil.rmtree(page.workdir, ignore_errors=True)

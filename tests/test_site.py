@@ -6,7 +6,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests import page_checks
+from tests import docs_runner, notebooks, page_checks
 from tests.docs_runner import REPO_ROOT, display, pages
 
 # elements and attributes through which a page loads something
@@ -72,6 +72,19 @@ def test_math_is_rendered_to_mathml_at_build(site):
         html = (site / relative / "index.html").read_text(encoding="utf-8")
         assert "<math" in html, relative
         assert 'class="arithmatex"' not in html, relative
+
+
+def test_every_chapter_links_its_notebook_and_colab(site):
+    for page in map(docs_runner.parse, pages()):
+        if not notebooks.has_notebook(page):
+            continue
+        notebook = notebooks.notebook_path(page.path)
+        assert (site / notebook).is_file(), notebook
+        html_dir = site / page.path.relative_to(docs_runner.DOCS).with_suffix("")
+        html = (html_dir / "index.html").read_text(encoding="utf-8")
+        to_root = "../" * len(page.path.relative_to(docs_runner.DOCS).with_suffix("").parts)
+        assert f'href="{to_root}{notebook}" download' in html, page.path
+        assert "colab.research.google.com/github/" in html and notebook in html, page.path
 
 
 def test_images_load_lazily(site):

@@ -1,0 +1,165 @@
+"""Each chapter as a Jupyter notebook, generated from its page.
+
+The prose becomes Markdown cells, each python block a code cell with its
+includes expanded, and each expected output that cell's output: the notebook a
+reader downloads shows what the page shows. The site build writes them to
+notebooks/ in the built site; tests/test_notebooks.py executes every one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+
+from tests.docs_runner import DOCS, Page, parse
+
+ADMONITION = re.compile(r'^(\s*)(?:!!!|\?\?\?\+?)\s+(\w+)(?:\s+"([^"]*)")?\s*$')
+MARKER = re.compile(r"^\s*<!--.*-->\s*$")
+FENCE = re.compile(r"^\s*(`{3,})")
+
+
+def notebook_path(page: Path) -> str:
+    """docs/bert/tokenizer.md -> notebooks/bert/tokenizer.ipynb (in the built site)."""
+    return "notebooks/" + page.relative_to(DOCS).with_suffix(".ipynb").as_posix()
+
+
+def has_notebook(page: Page) -> bool:
+    return any(b.syntax == "python" for b in page.blocks)
+
+
+def to_notebook(page: Page, site_url: str, setup: str) -> nbformat.NotebookNode:
+    """The page as a notebook; links and images point at the published site."""
+    lines = page.path.read_text(encoding="utf-8").splitlines()
+    python = {b.lineno: b for b in page.blocks if b.syntax == "python"}
+    cells = [
+        nbformat.v4.new_markdown_cell(
+            f"*Generated from [{_page_url(page.path, site_url)}]"
+            f"({_page_url(page.path, site_url)}): run the cells top to bottom.*"
+        ),
+        nbformat.v4.new_code_cell(setup),
+    ]
+    prose: list[str] = []
+    i = 0
+    while i < len(lines):
+        lineno = i + 1
+        if lineno in python:
+            _flush(prose, cells, page.path, site_url)
+            block = python[lineno]
+            i = _fence_end(lines, i) + 1
+            cell = nbformat.v4.new_code_cell(block.code.rstrip("\n"))
+            if block.expected_output is not None:
+                cell.outputs = [
+                    nbformat.v4.new_output("stream", name="stdout", text=block.expected_output)
+                ]
+                i = _fence_end(lines, _next_fence(lines, i)) + 1
+            cells.append(cell)
+            continue
+        if not MARKER.match(lines[i]):
+            prose.append(lines[i])
+        i += 1
+    _flush(prose, cells, page.path, site_url)
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.metadata["language_info"] = {"name": "python"}
+    for number, cell in enumerate(notebook.cells):
+        cell.id = f"cell-{number}"  # stable ids: the same page gives the same file
+    return notebook
+
+
+def _next_fence(lines: list[str], i: int) -> int:
+    while not FENCE.match(lines[i]):
+        i += 1
+    return i
+
+
+def _fence_end(lines: list[str], start: int) -> int:
+    ticks = FENCE.match(lines[start]).group(1)
+    i = start + 1
+    while not lines[i].lstrip().startswith(ticks):
+        i += 1
+    return i
+
+
+def _flush(prose: list[str], cells: list, page: Path, site_url: str) -> None:
+    text = "\n".join(_admonitions_to_quotes(prose)).strip()
+    prose.clear()
+    if text:
+        cells.append(nbformat.v4.new_markdown_cell(_absolute_links(_math(text), page, site_url)))
+
+
+def _admonitions_to_quotes(lines: list[str]) -> list[str]:
+    """`!!! warning "Title"` and its indented body become a quoted block."""
+    out, quoting = [], None
+    for line in lines:
+        match = ADMONITION.match(line)
+        if match:
+            quoting = len(match.group(1)) + 4
+            title = match.group(3) or match.group(2).capitalize()
+            out.append(f"> **{title}**\n>")
+        elif quoting is not None and (not line.strip() or line.startswith(" " * quoting)):
+            out.append(("> " + line[quoting:]).rstrip())
+        else:
+            quoting = None
+            out.append(line)
+    return out
+
+
+def _math(text: str) -> str:
+    text = re.sub(r"\\\((.+?)\\\)", r"$\1$", text)
+    return re.sub(r"\\\[(.+?)\\\]", r"$$\1$$", text, flags=re.DOTALL)
+
+
+def _page_url(page: Path, site_url: str) -> str:
+    relative = page.relative_to(DOCS).with_suffix("")
+    return site_url + ("" if relative.name == "index" else f"{relative.as_posix()}/")
+
+
+def _absolute_links(text: str, page: Path, site_url: str) -> str:
+    def absolute(match: re.Match) -> str:
+        target = match.group(2)
+        if re.match(r"[a-z][a-z0-9+.-]*:|#", target):
+            return match.group(0)
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve()
+        if resolved.suffix == ".md":
+            url = _page_url(resolved, site_url)
+        else:
+            url = site_url + resolved.relative_to(DOCS).as_posix()
+        return f"{match.group(1)}({url}{'#' + anchor if anchor else ''})"
+
+    return re.sub(r"(\]\s*)\(([^)\s]+)\)", absolute, text)
+
+
+def write_notebooks(site_dir: Path, site_url: str, setup: str, pages: list[Path]) -> list[Path]:
+    written = []
+    for path in pages:
+        page = parse(path)
+        if has_notebook(page):
+            target = site_dir / notebook_path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(to_notebook(page, site_url, setup), target)
+            written.append(target)
+    return written
+
+
+def setup_cell() -> str:
+    """The first code cell: on Colab, install the versions the notebook was tested with."""
+    from importlib.metadata import version
+
+    pins = " ".join(f"{name}=={version(name)}" for name in ("transformers", "matplotlib"))
+    return (
+        "# On Colab, first install the versions this notebook was tested with.\n"
+        "import sys\n\n"
+        'if "google.colab" in sys.modules:\n'
+        f"    %pip install --quiet {pins}"
+    )
+
+
+def colab_url(repo_url: str, page: Path) -> str:
+    """Colab opens notebooks from GitHub: the published site lives on the gh-pages branch."""
+    repository = repo_url.removeprefix("https://github.com/").strip("/")
+    return (
+        f"https://colab.research.google.com/github/{repository}/blob/gh-pages/{notebook_path(page)}"
+    )
