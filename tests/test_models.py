@@ -87,3 +87,20 @@ def test_a_damaged_cache_entry_is_replaced_whole(tmp_path, packaged_copy):
     (snapshot / "config.json").write_text("{}")
     assert models.provision_one(MINILM, hf_home) == snapshot
     models.verify(snapshot, MINILM)
+
+
+def test_the_converted_smollm2_gives_the_gguf_logits():
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    (gguf_file,) = SMOLLM2_GGUF.sha256
+    from_gguf = AutoModelForCausalLM.from_pretrained(SMOLLM2_GGUF.repo_id, gguf_file=gguf_file)
+    converted = AutoModelForCausalLM.from_pretrained(models.smollm2_dir())
+    tokenizer = AutoTokenizer.from_pretrained(models.smollm2_dir())
+    ids = tokenizer(["The capital of France is", "def fibonacci(n):"], padding=True)
+    ids = torch.tensor(ids["input_ids"])
+    with torch.no_grad():
+        assert torch.equal(from_gguf(ids).logits, converted(ids).logits)
+    gguf_tokenizer = AutoTokenizer.from_pretrained(SMOLLM2_GGUF.repo_id, gguf_file=gguf_file)
+    text = "Tokens, émojis 🤗 and code: x = f(y)"
+    assert tokenizer(text)["input_ids"] == gguf_tokenizer(text)["input_ids"]
