@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
-LINTED := snippets tests hooks.py
+LINTED := snippets tests hooks.py docs/labs
 
 .PHONY: serve test setup chapter
 

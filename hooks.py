@@ -2,6 +2,8 @@
 
 - before each build: provision the models and regenerate the figures whose code
   changed, so a figure can never be stale;
+- before each build, too: execute the labs whose source changed (a failing cell
+  fails the build);
 - on each page: turn arithmatex's TeX into MathML, which browsers render natively:
   no math script, no font and no request to any other host;
 - images load lazily, so a long chapter does not fetch every figure up front;
@@ -37,6 +39,7 @@ def on_pre_build(config):
     use_local_hub()
     provision()
     figures.build()
+    notebooks.build_labs()
 
 
 def on_page_markdown(markdown, page, config, files):
@@ -78,3 +81,9 @@ def on_post_build(config):
     notebooks.write_notebooks(
         Path(config.site_dir), config.site_url, notebooks.setup_cell(), pages()
     )
+
+
+def on_page_context(context, page, config, nav):
+    if page.file.src_uri.endswith(".ipynb"):  # a lab: edit its source, not the executed copy
+        page.edit_url = page.edit_url.removesuffix(".ipynb") + ".py"
+    return context

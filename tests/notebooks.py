@@ -1,19 +1,28 @@
-"""Each chapter as a Jupyter notebook, generated from its page.
+"""Notebooks: each chapter as a notebook generated from its page, and the labs.
 
 The prose becomes Markdown cells, each python block a code cell with its
 includes expanded, and each expected output that cell's output: the notebook a
 reader downloads shows what the page shows. The site build writes them to
 notebooks/ in the built site; tests/test_notebooks.py executes every one.
+
+Labs are notebooks written as jupytext "percent" scripts (docs/labs/*.py). The
+site build executes each one whose source changed into docs/labs/<name>.ipynb,
+which mkdocs-jupyter renders; a cell that raises fails the build.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import tempfile
 from pathlib import Path
 
 import nbformat
 
-from tests.docs_runner import DOCS, Page, parse
+from tests.docs_runner import DOCS, REPO_ROOT, Page, parse
+
+LABS = DOCS / "labs"
 
 ADMONITION = re.compile(r'^(\s*)(?:!!!|\?\?\?\+?)\s+(\w+)(?:\s+"([^"]*)")?\s*$')
 MARKER = re.compile(r"^\s*<!--.*-->\s*$")
@@ -163,3 +172,33 @@ def colab_url(repo_url: str, page: Path) -> str:
     return (
         f"https://colab.research.google.com/github/{repository}/blob/gh-pages/{notebook_path(page)}"
     )
+
+
+def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
+    """Execute the labs whose source changed; return the names of those executed."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    manifest_path = labs / ".fingerprints.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    executed = []
+    for source in sorted(labs.glob("*.py")):
+        digest = hashlib.sha256(source.read_bytes())
+        digest.update((REPO_ROOT / "snippets" / "models.py").read_bytes())
+        target = source.with_suffix(".ipynb")
+        if not force and target.exists() and manifest.get(source.name) == digest.hexdigest():
+            continue
+        notebook = jupytext.read(source)
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        with tempfile.TemporaryDirectory() as scratch:
+            resources = {"metadata": {"path": scratch}}
+            client = NotebookClient(notebook, timeout=600, resources=resources)
+            client.execute()  # raises CellExecutionError, naming the cell, on any error
+        for cell in notebook.cells:  # progress bars and library warnings are noise on a page
+            if cell.cell_type == "code":
+                cell.outputs = [o for o in cell.outputs if o.get("name") != "stderr"]
+        nbformat.write(notebook, target)
+        manifest[source.name] = digest.hexdigest()
+        executed.append(source.name)
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return executed

@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from tests.docs_runner import DOCS, REPO_ROOT, display, pages
+from tests.notebooks import LABS
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
@@ -36,7 +37,7 @@ CHROMIUM_FLAGS = [
 
 
 def site_url_path(page: Path) -> str:
-    """docs/bert/tokenizer.md -> bert/tokenizer/ (MkDocs' directory URLs)."""
+    """docs/bert/tokenizer.md -> bert/tokenizer/ (MkDocs' directory URLs); labs likewise."""
     relative = page.relative_to(DOCS).with_suffix("")
     return "" if relative.name == "index" else f"{relative.as_posix()}/"
 
@@ -91,7 +92,7 @@ def _check_host(url, server, problems):
         problems.append(f"request to another host: {url}")
 
 
-@pytest.mark.parametrize("source", pages(), ids=lambda p: display(p))
+@pytest.mark.parametrize("source", pages() + sorted(LABS.glob("*.py")), ids=display)
 def test_page_works_in_a_browser(tab, server, source):
     where = display(source)
     tab.goto(server + site_url_path(source), wait_until="networkidle")
