@@ -23,15 +23,13 @@ from latex2mathml.converter import convert
 from snippets import figures
 from snippets.models import provision, use_local_hub
 from tests import notebooks
-from tests.docs_runner import DOCS, TIMINGS, pages
+from tests.docs_runner import DOCS, TIMINGS, pages, parse
 
 MATH = re.compile(
     r'<(?P<tag>span|div) class="arithmatex">\s*(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<block>.*?)\\\])'
     r"\s*</(?P=tag)>",
     re.DOTALL,
 )
-
-
 IMG = re.compile(r"<img (?![^>]*\bloading=)")
 
 
@@ -43,8 +41,9 @@ def on_pre_build(config):
 
 
 def on_page_markdown(markdown, page, config, files):
-    if "```python" not in markdown:
-        return markdown
+    source = DOCS / page.file.src_uri
+    if source.suffix != ".md" or not notebooks.has_notebook(parse(source)):
+        return markdown  # not a chapter
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     measured = timings.get(page.file.src_uri)
     if measured is None:
@@ -54,7 +53,6 @@ def on_page_markdown(markdown, page, config, files):
             f"Runs in {measured['seconds']} s on {measured['cpus']} CPU cores · tested with "
             f"torch {measured['torch']}, transformers {measured['transformers']}"
         )
-    source = DOCS / page.file.src_uri
     to_root = "../" * page.url.count("/")
     links = (
         f'<a href="{to_root}{notebooks.notebook_path(source)}" download>'
@@ -77,13 +75,13 @@ def on_page_content(content, page, config, files):
     return IMG.sub(r'<img loading="lazy" ', content)
 
 
-def on_post_build(config):
-    notebooks.write_notebooks(
-        Path(config.site_dir), config.site_url, notebooks.setup_cell(), pages()
-    )
-
-
 def on_page_context(context, page, config, nav):
     if page.file.src_uri.endswith(".ipynb"):  # a lab: edit its source, not the executed copy
         page.edit_url = page.edit_url.removesuffix(".ipynb") + ".py"
     return context
+
+
+def on_post_build(config):
+    notebooks.write_notebooks(
+        Path(config.site_dir), config.site_url, notebooks.setup_cell(), pages()
+    )

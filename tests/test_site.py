@@ -115,3 +115,43 @@ def test_every_page_has_an_edit_link(site):
 def test_page_is_in_the_nav_and_its_links_resolve(page):
     problems = page_checks.nav_problems(page) + page_checks.link_problems(page)
     assert not problems, "\n".join(problems)
+
+
+class LinkCollector(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+
+def test_every_link_in_the_built_site_resolves(site):
+    """What the templates and hooks add (nav, notebook links, ...) as well as the pages."""
+    parsed = {}
+    for page in site.rglob("*.html"):
+        parsed[page] = LinkCollector()
+        parsed[page].feed(page.read_text(encoding="utf-8"))
+    dead = []
+    for page, links in parsed.items():
+        for href in links.hrefs:
+            url = urlparse(href)
+            if url.scheme or href.startswith("//") or href.startswith("mailto:"):
+                continue
+            if url.path.startswith("/"):  # 404.html links from the root of the site
+                target = site / url.path.lstrip("/")
+            else:
+                target = (page.parent / url.path).resolve() if url.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                dead.append(f"{page.relative_to(site)}: {href} (no file)")
+            elif (
+                url.fragment and target.suffix == ".html" and url.fragment not in parsed[target].ids
+            ):
+                dead.append(f"{page.relative_to(site)}: {href} (no id {url.fragment})")
+    assert not dead, "\n".join(dead)
