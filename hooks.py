@@ -3,7 +3,7 @@
 - before each build: provision the models and regenerate the figures whose code
   changed, so a figure can never be stale;
 - before each build, too: execute the labs whose source changed (a failing cell
-  fails the build);
+  fails the build), then render each as a Markdown page with its figures;
 - on each page: turn arithmatex's TeX into MathML, which browsers render natively:
   no math script, no font and no request to any other host;
 - images load lazily, so a long chapter does not fetch every figure up front;
@@ -18,7 +18,9 @@ import json
 import re
 from pathlib import Path
 
+import nbformat
 from latex2mathml.converter import convert
+from mkdocs.structure.files import File
 
 from snippets import figures
 from snippets.models import provision, use_local_hub
@@ -40,9 +42,19 @@ def on_pre_build(config):
     notebooks.build_labs()
 
 
+def on_files(files, config):
+    for lab in sorted(notebooks.LABS.glob("*.py")):
+        executed = nbformat.read(lab.with_suffix(".ipynb"), as_version=4)
+        markdown, images = notebooks.lab_page(executed, lab.stem, config.repo_url)
+        files.append(File.generated(config, f"labs/{lab.stem}.md", content=markdown))
+        for name, data in images.items():
+            files.append(File.generated(config, f"labs/{lab.stem}/{name}", content=data))
+    return files
+
+
 def on_page_markdown(markdown, page, config, files):
     source = DOCS / page.file.src_uri
-    if source.suffix != ".md" or not notebooks.has_notebook(parse(source)):
+    if page.file.generated_by or not notebooks.has_notebook(parse(source)):
         return markdown  # not a chapter
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     measured = timings.get(page.file.src_uri)
@@ -76,8 +88,9 @@ def on_page_content(content, page, config, files):
 
 
 def on_page_context(context, page, config, nav):
-    if page.file.src_uri.endswith(".ipynb"):  # a lab: edit its source, not the executed copy
-        page.edit_url = page.edit_url.removesuffix(".ipynb") + ".py"
+    if page.file.generated_by and page.file.src_uri.startswith("labs/"):  # edit the lab's source
+        source = page.file.src_uri.removesuffix(".md") + ".py"
+        page.edit_url = f"{config.repo_url.rstrip('/')}/{config.edit_uri.strip('/')}/{source}"
     return context
 
 

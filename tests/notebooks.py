@@ -6,12 +6,14 @@ reader downloads shows what the page shows. The site build writes them to
 notebooks/ in the built site; tests/test_notebooks.py executes every one.
 
 Labs are notebooks written as jupytext "percent" scripts (docs/labs/*.py). The
-site build executes each one whose source changed into docs/labs/<name>.ipynb,
-which mkdocs-jupyter renders; a cell that raises fails the build.
+site build executes each one whose source changed into docs/labs/<name>.ipynb (a
+cell that raises fails the build) and renders it as a Markdown page, styled like
+every chapter, its figures as separate images (`lab_page`).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -202,3 +204,37 @@ def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
         executed.append(source.name)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return executed
+
+
+def lab_page(notebook: nbformat.NotebookNode, name: str, repo_url: str) -> tuple[str, dict]:
+    """An executed lab as Markdown, and its figures: {file name under labs/<name>/: bytes}.
+
+    Under the title, links to download the executed notebook and open it in Colab.
+    """
+    repository = repo_url.removeprefix("https://github.com/").strip("/")
+    colab = f"https://colab.research.google.com/github/{repository}/blob/gh-pages/labs/{name}.ipynb"
+    links = (
+        f'<p class="provenance" markdown>:material-download: [notebook]({name}.ipynb){{ download }}'
+        f" · :material-rocket-launch-outline: [open in Colab]({colab})</p>"
+    )
+    parts, images = [], {}
+    for number, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown":
+            title, _, rest = cell.source.partition("\n")
+            first = number == 0 and title.startswith("# ")
+            parts.append(f"{title}\n\n{links}\n{rest}" if first else cell.source)
+            continue
+        parts.append(f"```python\n{cell.source}\n```")
+        for index, output in enumerate(cell.outputs):
+            where = f"labs/{name}.py, cell {number}, output {index}"
+            if output.output_type == "stream":
+                parts.append(f"```text\n{output.text.rstrip()}\n```")
+            elif "image/png" in output.get("data", {}):
+                image = f"cell-{number}-{index}.png"
+                images[image] = base64.b64decode(output.data["image/png"])
+                parts.append(f"![the figure drawn by the cell above]({name}/{image})")
+            elif "text/plain" in output.get("data", {}):
+                parts.append(f"```text\n{output.data['text/plain'].rstrip()}\n```")
+            else:
+                raise ValueError(f"{where}: no way to show a {output.output_type} output here")
+    return "\n\n".join(parts) + "\n", images

@@ -89,10 +89,12 @@ def test_every_chapter_links_its_notebook_and_colab(site):
 
 @pytest.mark.parametrize("lab", sorted(notebooks.LABS.glob("*.py")), ids=display)
 def test_each_lab_is_in_the_nav_and_edits_its_source(site, lab):
-    entry = lab.relative_to(docs_runner.DOCS).with_suffix(".ipynb").as_posix()
+    entry = lab.relative_to(docs_runner.DOCS).with_suffix(".md").as_posix()
     assert entry in page_checks.nav_pages(), f"{display(lab)}: add `{entry}` to the nav"
-    html = (site / entry.removesuffix(".ipynb") / "index.html").read_text(encoding="utf-8")
+    html = (site / entry.removesuffix(".md") / "index.html").read_text(encoding="utf-8")
     assert f"edit/main/docs/{lab.relative_to(docs_runner.DOCS).as_posix()}" in html
+    assert f'download href="../{lab.stem}.ipynb"' in html, f"{display(lab)}: no download link"
+    assert (site / entry.removesuffix(".md") / ".." / f"{lab.stem}.ipynb").is_file()
 
 
 def test_images_load_lazily(site):

@@ -5,7 +5,7 @@
 # shows how much each token (a row) attends to every token (the columns). Every row
 # sums to 1.
 #
-# To play, download the notebook (the button at the top right), change the three
+# To play, download the notebook (the link under the title), change the three
 # values below and run it again. It runs in the book's environment offline, or
 # anywhere `transformers` can download the model.
 

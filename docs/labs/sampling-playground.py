@@ -6,7 +6,7 @@
 # real pretrained model, scores the next token after a prompt, and the table shows
 # what temperature, top-k and top-p do to those probabilities.
 #
-# To play, download the notebook (the button at the top right), change the prompt
+# To play, download the notebook (the link under the title), change the prompt
 # and the settings below and run it again.
 
 # %%
