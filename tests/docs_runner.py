@@ -72,6 +72,9 @@ class Page:
     namespace: dict = field(default_factory=lambda: {"__name__": "__main__"})
     workdir: Path | None = None  # a scratch folder: snippets must not rely on this repository
     broken_at: str | None = None  # the block that failed; later blocks are skipped
+    # torch's process-wide settings as the page left them (e.g. after set_grad_enabled(False)):
+    # restored for its next block, kept away from the tests and pages that run after it
+    torch_settings: dict | None = None
 
 
 # outcomes of the book's own blocks ("executed", "skipped", "failed"), for the run's summary
@@ -296,7 +299,7 @@ def _execute(block: Block, page: Page) -> str:
     cwd = os.getcwd()
     try:
         os.chdir(page.workdir)
-        with contextlib.redirect_stdout(stdout):
+        with contextlib.redirect_stdout(stdout), _torch_settings_of(page):
             exec(compile(block.code, filename, "exec"), page.namespace)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | pytest.skip.Exception):
@@ -305,6 +308,27 @@ def _execute(block: Block, page: Page) -> str:
     finally:
         os.chdir(cwd)
     return stdout.getvalue()
+
+
+@contextlib.contextmanager
+def _torch_settings_of(page: Page):
+    """Run a block with the torch settings its page left, then put back the caller's."""
+    import torch
+
+    def current():
+        return {"grad": torch.is_grad_enabled(), "dtype": torch.get_default_dtype()}
+
+    def apply(settings):
+        torch.set_grad_enabled(settings["grad"])
+        torch.set_default_dtype(settings["dtype"])
+
+    outside = current()
+    apply(page.torch_settings or outside)
+    try:
+        yield
+    finally:
+        page.torch_settings = current()
+        apply(outside)
 
 
 def _describe_exception(block: Block, filename: str, exc: BaseException, printed: str) -> str:

@@ -152,3 +152,27 @@ def test_a_missing_include_is_reported(tmp_path):
     page = page_from(tmp_path, '```python\n--8<-- "no_such_module.py:part"\n```\n')
     [problem] = page.problems
     assert "chapter.md:2:" in problem and "no_such_module.py" in problem
+
+
+def test_torch_settings_a_page_changes_stay_in_that_page(tmp_path):
+    page = page_from(
+        tmp_path,
+        """
+        ```python
+        import torch
+
+        torch.set_grad_enabled(False)
+        torch.set_default_dtype(torch.float64)
+        ```
+
+        <!--pytest-codeblocks:cont-->
+        ```python
+        assert not torch.is_grad_enabled() and torch.get_default_dtype() == torch.float64
+        ```
+        """,
+    )
+    import torch
+
+    for block in page.blocks:
+        docs_runner.run(block, page)
+        assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
