@@ -1,0 +1,225 @@
+"""Figures of Part II, a Transformer from scratch (docs/transformer/).
+
+Each is drawn from the modules in snippets/transformer.py, the code the chapters
+include, so a change there redraws them.
+"""
+
+import hashlib
+import json
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from snippets.figures import REPO_ROOT, figure
+from snippets.transformer import sinusoidal_positional_encoding
+
+TRANSFORMER = "snippets/transformer.py"  # the code these figures draw from
+TRAINING = "snippets/training.py"
+D_MODEL = 512  # the paper's base size, as on the pages
+
+
+@figure("embeddings-positional-encoding.svg", inputs=(TRANSFORMER,))
+def positional_encoding_heatmap():
+    positions = 128
+    pe = sinusoidal_positional_encoding(positions, D_MODEL).numpy()  # (T, C)
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 3.4), sharey=True)
+    names = ("sin: even columns 2i", "cos: odd columns 2i + 1")
+    for ax, start, name in zip(axes, (0, 1), names, strict=True):
+        image = ax.imshow(
+            pe[:, start::2], cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest"
+        )
+        ax.set_xlabel("frequency pair i (slower to the right)")
+        ax.set_title(name, loc="left", fontsize=9.5)
+    axes[0].set_ylabel("position")
+    fig.colorbar(image, ax=axes, fraction=0.025, pad=0.02)
+    return fig
+
+
+@figure("embeddings-similarity.svg", inputs=(TRANSFORMER,))
+def positional_similarity():
+    positions = 512
+    pe = sinusoidal_positional_encoding(positions, D_MODEL)
+    similarity = (pe @ pe.T / (D_MODEL // 2)).numpy()  # (T, T) cosine similarity
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.6), width_ratios=(1, 1.5))
+    shown = 128
+    image = left.imshow(similarity[:shown, :shown], cmap="viridis", vmin=0, vmax=1)
+    left.set_xlabel("position q")
+    left.set_ylabel("position p")
+    left.set_title("cos(PE_p, PE_q): constant along diagonals", loc="left", fontsize=9.5)
+    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04)
+    distance = np.arange(positions)
+    right.plot(distance, similarity[0], color="#3f51b5", lw=1.4)
+    right.set_xlabel("distance |p − q| in positions")
+    right.set_ylabel("cosine similarity")
+    right.set_ylim(0, 1.02)
+    right.set_xlim(0, positions - 1)
+    right.grid(alpha=0.3)
+    right.set_title("similarity against distance", loc="left", fontsize=9.5)
+    fig.tight_layout()
+    return fig
+
+
+@figure("attention-scaling.svg", inputs=(TRANSFORMER,))
+def attention_scaling():
+    generator = torch.Generator().manual_seed(0)
+    dims = [2**n for n in range(1, 11)]  # D = 2 ... 1024
+    variance = {"q·k": [], "q·k / √D": []}
+    largest = {"q·k": [], "q·k / √D": []}
+    for dim in dims:
+        queries = torch.randn(2000, dim, generator=generator)
+        keys = torch.randn(32, dim, generator=generator)
+        raw = queries @ keys.T  # (2000, 32)
+        for name, scores in (("q·k", raw), ("q·k / √D", raw / dim**0.5)):
+            variance[name].append(scores.var().item())
+            largest[name].append(torch.softmax(scores, dim=-1).amax(dim=-1).mean().item())
+    colours = {"q·k": "#e65100", "q·k / √D": "#3f51b5"}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+    for name, colour in colours.items():
+        left.plot(dims, variance[name], "o-", color=colour, label=name, ms=4)
+        right.plot(dims, largest[name], "o-", color=colour, label=name, ms=4)
+    left.set_xscale("log", base=2)
+    left.set_yscale("log", base=2)
+    left.set_title("variance of the scores", loc="left", fontsize=9.5)
+    right.set_xscale("log", base=2)
+    right.set_ylim(0, 1.05)
+    right.set_title("average largest weight after softmax (32 keys)", loc="left", fontsize=9.5)
+    for ax in (left, right):
+        ax.set_xlabel("D, the size of queries and keys")
+        ax.grid(alpha=0.3)
+        ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+@figure("attention-masks.svg", inputs=(TRANSFORMER,))
+def attention_masks():
+    from snippets.transformer import causal_mask, padding_mask
+
+    tokens = torch.tensor([[5, 7, 3, 9, 0], [4, 8, 0, 0, 0]])  # the chapter's batch, pad id 0
+    T = tokens.size(1)
+    padding = padding_mask(tokens, 0).expand(-1, -1, T, -1)[:, 0]  # (B, T, T): as broadcast
+    causal = causal_mask(T)
+    fig, axes = plt.subplots(2, 3, figsize=(9.5, 6.4))
+    for b in range(tokens.size(0)):
+        panels = [
+            ("padding_mask(tokens, 0)", padding[b]),
+            ("causal_mask(5)", causal),
+            ("padding & causal", padding[b] & causal),
+        ]
+        for ax, (title, mask) in zip(axes[b], panels, strict=True):
+            ax.imshow(mask.numpy(), cmap="Blues", vmin=-0.3, vmax=1.2)
+            for t in range(T):
+                for s in range(T):
+                    ax.text(s, t, int(mask[t, s]), ha="center", va="center", fontsize=9,
+                            color="white" if mask[t, s] else "#777777")  # fmt: skip
+            keys = [f"{s}\n{tokens[b, s].item() or 'pad'}" for s in range(T)]
+            ax.set_xticks(range(T), keys, fontsize=8)
+            ax.set_yticks(range(T))
+            ax.tick_params(length=0)
+            ax.set_title(f"sequence {b}: {title}", loc="left", fontsize=9)
+            for side in ax.spines.values():
+                side.set_visible(False)
+        axes[b, 0].set_ylabel("query t")
+    for ax in axes[1]:
+        ax.set_xlabel("key s (position, token)")
+    fig.suptitle("1 = True = may attend", x=0.01, ha="left", fontsize=9.5, color="#555555")
+    fig.tight_layout()
+    return fig
+
+
+@figure("layers-pre-post-norm.svg", inputs=(TRANSFORMER,))
+def pre_post_norm():
+    import copy
+
+    from torch import nn
+
+    from snippets.transformer import EncoderLayer, per_layer_statistics
+
+    # the chapter's measurement: 12 layers, identical weights, only the norms moved
+    torch.manual_seed(0)
+    post_norm = nn.ModuleList(EncoderLayer(128, 4, 512, dropout=0.0) for _ in range(12))
+    pre_norm = copy.deepcopy(post_norm)
+    for layer in pre_norm:
+        layer.norm_first = True
+    x = torch.randn(8, 32, 128)
+    stats = {
+        "post-norm (paper)": per_layer_statistics(post_norm, x),
+        "pre-norm": per_layer_statistics(pre_norm, x),
+    }
+    colours = {"post-norm (paper)": "#3f51b5", "pre-norm": "#e65100"}
+    layers = np.arange(1, 13)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+    for name, (rms, grads) in stats.items():
+        left.plot(layers, rms, "o-", color=colours[name], label=name, ms=4)
+        right.plot(layers, grads, "o-", color=colours[name], label=name, ms=4)
+    left.set_title("RMS of each layer's output", loc="left", fontsize=9.5)
+    right.set_title("norm of the gradient of each layer's parameters", loc="left", fontsize=9.5)
+    left.set_ylim(bottom=0.9)
+    right.set_ylim(bottom=0)
+    for ax in (left, right):
+        ax.set_xlabel("layer")
+        ax.set_xticks(layers)
+        ax.grid(alpha=0.3)
+        ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def reversal_run() -> dict:
+    """The training chapter's run, `train_reversal()`: its losses and held-out exact match.
+
+    Training takes tens of seconds and the figure build runs often (the tests build
+    every figure several times), so the result is kept in the git-ignored .cache/,
+    under a hash of the code that produced it and of the torch version: a change to
+    the model or the training code trains again, anything else reads the file.
+    """
+    digest = hashlib.sha256(torch.__version__.encode())
+    for path in (TRANSFORMER, TRAINING):
+        digest.update((REPO_ROOT / path).read_bytes())
+    cache = REPO_ROOT / ".cache" / f"training-reversal-{digest.hexdigest()[:16]}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    from snippets.training import exact_match, train_reversal
+
+    model, losses, (source, target) = train_reversal()
+    run = {"losses": losses, "exact_match": exact_match(model, source, target)}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    for stale in cache.parent.glob("training-reversal-*.json"):
+        stale.unlink(missing_ok=True)
+    partial = cache.with_suffix(f".{os.getpid()}.tmp")  # a reader never sees half a file
+    partial.write_text(json.dumps(run))
+    partial.replace(cache)
+    return run
+
+
+@figure("training-loss.svg", inputs=(TRANSFORMER, TRAINING))
+def training_loss():
+    from snippets.training import STEPS
+
+    run = reversal_run()
+    losses = np.array(run["losses"])
+    steps = np.arange(1, len(losses) + 1)
+    window = 25
+    smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
+    fig, ax = plt.subplots(figsize=(8.5, 3.4))
+    ax.plot(steps, losses, color="#9fa8da", lw=0.8, label="loss of each batch")
+    ax.plot(steps[window - 1 :], smooth, color="#3f51b5", lw=1.8, label=f"mean of {window} steps")
+    smoothed = torch.full((13,), 0.1 / 13) + 0.9 * torch.nn.functional.one_hot(torch.tensor(3), 13)
+    floor = -(smoothed * smoothed.log()).sum().item()  # the chapter's floor: ε_ls = 0.1, V = 13
+    ax.axhline(floor, color="#e65100", lw=1, ls="--", label=f"lowest possible loss, {floor:.3f}")
+    ax.set_yscale("log")
+    ax.set_yticks([0.5, 1, 2, 4], ["0.5", "1", "2", "4"])
+    ax.yaxis.set_minor_formatter(plt.NullFormatter())
+    ax.set_xlim(0, STEPS)
+    ax.set_xlabel("training step (128 sequences each)")
+    ax.set_ylabel("cross-entropy per token")
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False)
+    ax.set_title(
+        f"Reversing 3 to 8 digits; held-out exact match after training: {run['exact_match']:.1%}",
+        loc="left", fontsize=9.5,
+    )  # fmt: skip
+    fig.tight_layout()
+    return fig
