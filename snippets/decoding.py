@@ -1,0 +1,118 @@
+"""The generation loop by hand: from next-token logits to text, one token at a time.
+
+Each decoding setting is a small function on the scores of the next token, applied
+in the order transformers applies them: repetition penalty, no-repeat-ngram, then,
+when sampling, temperature, top-k and top-p. `generate` runs the loop; sampling
+draws with torch.multinomial from the global torch generator, as `model.generate`
+does, so that after the same torch.manual_seed both pick the same tokens.
+
+One function, `next_token_logits`, is all `generate` knows of the model: GPT-2
+models go through our forward pass by hand (snippets/gpt2_by_hand.py) and its
+cache; any other causal LM through its own forward and its own cache. The loop
+does not care which.
+
+docs/gpt2/generation.md, kv-cache.md and smollm2.md include these sections;
+tests/test_gpt2_generation.py proves `generate` equal to `model.generate`.
+Shapes: T tokens so far, V vocabulary size; the batch is one sequence.
+"""
+
+import torch
+
+from snippets.gpt2_by_hand import forward
+
+
+# --8<-- [start:processors]
+def penalize_repetition(scores, generated, penalty):
+    """Make every token already in `generated` less likely (penalty > 1).
+
+    As transformers does it: a positive logit is divided by the penalty, a
+    negative one multiplied by it, so both move down. scores: (1, V).
+    """
+    seen = scores.gather(-1, generated)  # (1, T): the logit of each token seen so far
+    seen = torch.where(seen < 0, seen * penalty, seen / penalty)
+    return scores.scatter(-1, generated, seen)
+
+
+def ban_repeated_ngrams(scores, generated, n):
+    """Forbid any token that would repeat an n-gram already in `generated`."""
+    tokens = generated[0].tolist()
+    if len(tokens) + 1 < n:  # too short to complete any n-gram yet
+        return scores
+    last = tokens[len(tokens) - n + 1 :]  # the n - 1 tokens the next one would extend
+    banned = [
+        tokens[i + n - 1] for i in range(len(tokens) - n + 1) if tokens[i : i + n - 1] == last
+    ]
+    return scores.index_fill(-1, torch.tensor(banned, dtype=torch.long), float("-inf"))
+
+
+def apply_temperature(scores, temperature):
+    """Below 1 the distribution sharpens towards the top token; above 1 it flattens."""
+    return scores / temperature
+
+
+def keep_top_k(scores, k):
+    """Keep the k highest scores (and any tied with the k-th); the rest get -inf."""
+    kth_best = scores.topk(k).values[..., -1:]  # (1, 1)
+    return scores.masked_fill(scores < kth_best, float("-inf"))
+
+
+def keep_top_p(scores, p):
+    """Nucleus: keep the most likely tokens until their probabilities add up to p.
+
+    The token whose probability crosses p is kept: a token is removed only when the
+    tokens ranked above it already hold p or more.
+    """
+    probs, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)  # (1, V) each
+    mass_above = probs.cumsum(dim=-1) - probs  # (1, V): the mass of the tokens ranked higher
+    remove = (mass_above >= p).scatter(-1, order, mass_above >= p)  # back to vocabulary order
+    return scores.masked_fill(remove, float("-inf"))
+
+
+# --8<-- [end:processors]
+
+
+# --8<-- [start:generate]
+def next_token_logits(model, new_ids, cache):
+    """Run the model on the new tokens after the cached ones: (logits (1, T, V), cache)."""
+    if model.config.model_type == "gpt2":
+        return forward(model, new_ids, cache)  # our forward pass by hand, our cache
+    out = model(new_ids, past_key_values=cache, use_cache=True)  # any other causal LM
+    return out.logits, out.past_key_values
+
+
+@torch.no_grad()
+def generate(
+    model, input_ids, max_new_tokens, do_sample=False, temperature=1.0, top_k=0, top_p=1.0,
+    repetition_penalty=1.0, no_repeat_ngram_size=0, eos_token_id=None, use_cache=True,
+):  # fmt: skip
+    """Extend input_ids (1, T) by up to max_new_tokens tokens; stop after eos_token_id."""
+    ids = input_ids  # (1, T): the prompt, then every token chosen so far
+    new_ids, cache = ids, None  # with the cache, only the newest token is run each step
+    for _ in range(max_new_tokens):
+        if use_cache:
+            logits, cache = next_token_logits(model, new_ids, cache)
+        else:  # recompute the whole sequence every step
+            logits, _ = next_token_logits(model, ids, None)
+        scores = logits[:, -1].float()  # (1, V): the scores of the next token
+        if repetition_penalty != 1.0:
+            scores = penalize_repetition(scores, ids, repetition_penalty)
+        if no_repeat_ngram_size > 0:
+            scores = ban_repeated_ngrams(scores, ids, no_repeat_ngram_size)
+        if do_sample:
+            if temperature != 1.0:
+                scores = apply_temperature(scores, temperature)
+            if top_k > 0:
+                scores = keep_top_k(scores, top_k)
+            if top_p < 1.0:
+                scores = keep_top_p(scores, top_p)
+            next_id = torch.multinomial(scores.softmax(dim=-1), num_samples=1)  # (1, 1)
+        else:
+            next_id = scores.argmax(dim=-1, keepdim=True)  # (1, 1): greedy
+        ids = torch.cat([ids, next_id], dim=1)  # (1, T + 1)
+        new_ids = next_id
+        if eos_token_id is not None and next_id.item() == eos_token_id:
+            break
+    return ids
+
+
+# --8<-- [end:generate]

@@ -1,0 +1,218 @@
+"""Figures of Part III, GPT-2 from logits to text (docs/gpt2/)."""
+
+import hashlib
+import inspect
+import json
+import statistics
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from snippets import decoding, gpt2_by_hand
+from snippets.figures import REPO_ROOT, figure
+from snippets.models import GPT2_SHAKESPEARE
+
+CHECKPOINT = "checkpoints/gpt2-shakespeare"
+METRICS = f"{CHECKPOINT}/metrics.json"
+WEIGHTS = f"{CHECKPOINT}/model.safetensors"
+PROMPT = "KING.\nWhat say you, my lord? Shall we"  # the prompt of docs/gpt2/generation.md
+LINE = "Full fathom five thy father lies"  # a line of the held-out play
+
+
+def shipped_model(**options):
+    from transformers import AutoTokenizer, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id, **options).eval()
+    return model, AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+
+
+@figure("gpt2-training-loss.svg", inputs=(METRICS,))
+def training_loss():
+    metrics = json.loads((REPO_ROOT / METRICS).read_text())
+    train = np.array(metrics["train_loss"])
+    steps = np.arange(1, len(train) + 1)
+    window = 50
+    smooth = np.convolve(train, np.ones(window) / window, mode="valid")
+    held = metrics["held_out"]
+    fig, (per_token, per_char) = plt.subplots(1, 2, figsize=(9.5, 3.6))
+    per_token.plot(steps, train, color="#c5cae9", lw=0.8, label="training batch")
+    per_token.plot(steps[window - 1 :], smooth, color="#3f51b5", lw=1.6,
+                   label=f"training, mean of {window} steps")  # fmt: skip
+    per_token.plot([e["step"] for e in held], [e["nats_per_token"] for e in held], "o-",
+                   color="#e65100", ms=4, label="held-out play")  # fmt: skip
+    per_token.set_ylim(bottom=min(smooth.min(), held[-1]["nats_per_token"]) - 0.3,
+                       top=held[1]["nats_per_token"] + 1.0)  # fmt: skip
+    per_token.set_xlabel("training step")
+    per_token.set_ylabel("loss (nats per token)")
+    per_token.legend(frameon=False, fontsize=8)
+    per_char.plot([e["step"] for e in held], [e["nats_per_char"] for e in held], "o-",
+                  color="#e65100", ms=4)  # fmt: skip
+    per_char.axhline(1.5, color="#555555", ls="--", lw=1)
+    per_char.text(0, 1.5, " the bar: 1.5", va="bottom", fontsize=8, color="#555555")
+    per_char.set_ylim(1.2, held[1]["nats_per_char"] + 0.3)
+    per_char.set_xlabel("training step")
+    per_char.set_ylabel("held-out loss (nats per character)")
+    final = held[-1]
+    per_char.annotate(
+        f"{final['nats_per_char']:.3f}", (final["step"], final["nats_per_char"]),
+        textcoords="offset points", xytext=(-10, 8), ha="right", fontsize=8,
+    )  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+@figure("gpt2-forward-attention.svg", inputs=(WEIGHTS,))
+def forward_attention():
+    import torch
+
+    model, tokenizer = shipped_model(attn_implementation="eager")
+    ids = tokenizer(LINE, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        attentions = model(ids, output_attentions=True).attentions  # L × (1, H, T, T)
+    tokens = [t.replace("Ġ", "·") for t in tokenizer.convert_ids_to_tokens(ids[0])]
+    layers, heads = len(attentions), attentions[0].shape[1]
+    fig, axes = plt.subplots(layers, heads, figsize=(2.1 * heads, 2.1 * layers))
+    for layer, row in enumerate(axes):
+        for head, ax in enumerate(row):
+            ax.imshow(attentions[layer][0, head].numpy(), cmap="Blues", vmin=0, vmax=1)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if layer == 0:
+                ax.set_title(f"head {head}", fontsize=9)
+            if head == 0:
+                ax.set_ylabel(f"layer {layer}", fontsize=9)
+    for ax in axes[-1]:
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=6.5)
+    for ax in axes[:, 0]:
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=6.5)
+    fig.supxlabel("key (the token read)", fontsize=9)
+    fig.supylabel("query (the token reading)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@figure("gpt2-generation-processors.svg", inputs=(WEIGHTS, "snippets/decoding.py"))
+def generation_processors():
+    import torch
+
+    model, tokenizer = shipped_model()
+    ids = tokenizer(PROMPT, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        scores = model(ids).logits[:, -1]  # (1, V)
+    settings = {
+        "the model's distribution": scores,
+        "temperature 0.5": decoding.apply_temperature(scores, 0.5),
+        "temperature 1.5": decoding.apply_temperature(scores, 1.5),
+        "top-k 5": decoding.keep_top_k(scores, 5),
+        "top-p 0.8": decoding.keep_top_p(scores, 0.8),
+        "repetition penalty 1.5": decoding.penalize_repetition(scores, ids, 1.5),
+    }
+    shown = scores[0].topk(12).indices
+    labels = [repr(tokenizer.decode(i)) for i in shown.tolist()]
+    in_prompt = torch.isin(shown, ids[0])
+    base = scores.softmax(dim=-1)[0, shown].numpy()
+    fig, axes = plt.subplots(2, 3, figsize=(10, 5.6), sharey=True)
+    for ax, (title, processed) in zip(axes.flat, settings.items(), strict=True):
+        probs = processed.softmax(dim=-1)[0, shown].numpy()
+        colours = ["#e65100" if seen else "#3f51b5" for seen in in_prompt.tolist()]
+        ax.bar(range(len(shown)), base, color="none", edgecolor="#bbbbbb", lw=0.8)
+        ax.bar(range(len(shown)), probs, color=colours, width=0.6)
+        ax.set_title(title, fontsize=9.5)
+        ax.set_xticks(range(len(shown)), labels, rotation=60, ha="right", fontsize=7.5)
+        left = int((processed[0] > float("-inf")).sum())
+        ax.text(0.98, 0.95, f"{left:,} tokens left", transform=ax.transAxes, ha="right",
+                va="top", fontsize=8, color="#555555")  # fmt: skip
+    for ax in axes[:, 0]:
+        ax.set_ylabel("probability")
+    fig.suptitle(f"the next token after {PROMPT!r}: grey outlines are the model's own "
+                 "probabilities; orange tokens are in the prompt", fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+TIMED_LENGTHS = (8, 16, 32, 64, 128, 256, 512)
+
+
+def measure_kv_timing():
+    """Seconds for one new token of GPT-2 124M, with and without the cache, at each length."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config()).eval()  # random weights: the arithmetic is the same
+    ids = torch.randint(model.config.vocab_size, (1, max(TIMED_LENGTHS) + 1))
+
+    def seconds(run, repeats):
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    with torch.no_grad():
+        _, full_cache = gpt2_by_hand.forward(model, ids[:, :-1])  # every length's cache, sliced
+        gpt2_by_hand.forward(model, ids[:, :8])  # warm-up
+        timings = {"lengths": list(TIMED_LENGTHS), "cached": [], "uncached": []}
+        for T in TIMED_LENGTHS:
+            cache = [(k[:, :, :T], v[:, :, :T]) for k, v in full_cache]
+            new_token = ids[:, T : T + 1]
+            timings["cached"].append(
+                seconds(lambda: gpt2_by_hand.forward(model, new_token, cache), repeats=5)  # noqa: B023
+            )
+            timings["uncached"].append(
+                seconds(lambda: gpt2_by_hand.forward(model, ids[:, : T + 1]), repeats=3)  # noqa: B023
+            )
+    return timings
+
+
+def kv_timing() -> dict:
+    """The measurement, taken once per version of the code that takes it.
+
+    Timings vary from run to run, so they are kept in the git-ignored .cache/ under
+    a hash of the measuring code, the forward pass and the torch version; the
+    figure is drawn from that file, and the same file gives the same bytes.
+    """
+    import torch
+
+    digest = hashlib.sha256(torch.__version__.encode())
+    digest.update(inspect.getsource(measure_kv_timing).encode())
+    digest.update(inspect.getsource(gpt2_by_hand).encode())
+    digest.update(repr(TIMED_LENGTHS).encode())
+    cache = REPO_ROOT / ".cache" / f"gpt2-kv-timing-{digest.hexdigest()[:16]}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    timings = measure_kv_timing()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    for stale in cache.parent.glob("gpt2-kv-timing-*.json"):
+        stale.unlink()
+    cache.write_text(json.dumps(timings))
+    return timings
+
+
+@figure("gpt2-kv-cache-timing.svg", inputs=("snippets/gpt2_by_hand.py",))
+def kv_cache_timing():
+    timings = kv_timing()
+    lengths = np.array(timings["lengths"])
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    lines = [
+        ("uncached", "without the cache: all T + 1 tokens", "#e65100"),
+        ("cached", "with the cache: the new token only", "#3f51b5"),
+    ]
+    for key, label, colour in lines:
+        ms = 1000 * np.array(timings[key])
+        ax.plot(lengths, ms, "o-", color=colour, label=label)
+        ax.annotate(f"{ms[-1]:.0f} ms", (lengths[-1], ms[-1]), textcoords="offset points",
+                    xytext=(6, 0), va="center", fontsize=8, color=colour)  # fmt: skip
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ax.set_xlabel("tokens already in the sequence (T)")
+    ax.set_ylabel("milliseconds for the next token")
+    speedup = timings["uncached"][-1] / timings["cached"][-1]
+    ax.set_title(f"GPT-2 124M, float32, CPU: at T = {lengths[-1]} the cache is "
+                 f"{speedup:.0f}× faster", fontsize=9.5)  # fmt: skip
+    ax.legend(frameon=False, fontsize=8.5)
+    fig.tight_layout()
+    return fig

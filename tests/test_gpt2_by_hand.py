@@ -1,0 +1,148 @@
+"""GPT-2's forward pass by hand equals GPT2LMHeadModel's, with and without the KV cache.
+
+On the shipped model and on a randomly initialised GPT-2 of the real 124M size,
+on inputs the chapters do not show: batches, full-length sequences, caches
+filled in chunks of several tokens.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+from transformers import GPT2Config, GPT2LMHeadModel
+
+from snippets.gpt2_by_hand import causal_attention, conv1d, forward, gelu_tanh
+from snippets.models import GPT2_SHAKESPEARE
+
+ATOL = 1e-4  # float32, logits of magnitude up to ~20
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id, attn_implementation="eager")
+
+
+@pytest.fixture(scope="module")
+def full_size():
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config()).eval()  # 124M parameters, GPT-2's smallest size
+
+
+def random_ids(model, batch, length, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(model.config.vocab_size, (batch, length), generator=generator)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize(("batch", "length"), [(1, 1), (3, 37), (2, 256)])
+def test_logits_equal_the_library_on_the_shipped_model(shipped, batch, length):
+    ids = random_ids(shipped, batch, length, seed=length)
+    logits, present = forward(shipped, ids)
+    assert torch.allclose(logits, shipped(ids).logits, atol=ATOL)
+    assert len(present) == shipped.config.n_layer
+    assert present[0][0].shape == (batch, 4, length, 64)
+
+
+@torch.no_grad()
+def test_logits_equal_the_library_at_the_124m_size(full_size):
+    assert sum(p.numel() for p in full_size.parameters()) == 124_439_808
+    ids = random_ids(full_size, 2, 24, seed=1)
+    logits, _ = forward(full_size, ids)
+    assert torch.allclose(logits, full_size(ids).logits, atol=ATOL)
+
+
+@torch.no_grad()
+def test_cached_steps_equal_the_full_pass_at_the_124m_size(full_size):
+    ids = random_ids(full_size, 1, 12, seed=2)
+    full, _ = forward(full_size, ids)
+    logits, cache = forward(full_size, ids[:, :5])
+    rows = [logits]
+    for t in range(5, 12):
+        step, cache = forward(full_size, ids[:, t : t + 1], cache)
+        rows.append(step)
+    assert torch.allclose(torch.cat(rows, dim=1), full, atol=ATOL)
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("chunk", [1, 3, 64])
+def test_cache_filled_in_chunks_gives_the_full_logits(shipped, chunk):
+    ids = random_ids(shipped, 2, 256, seed=chunk)  # up to the last position the model has
+    full, full_cache = forward(shipped, ids)
+    cache, rows = None, []
+    for start in range(0, 256, chunk):
+        step, cache = forward(shipped, ids[:, start : start + chunk], cache)
+        rows.append(step)
+    assert torch.allclose(torch.cat(rows, dim=1), full, atol=ATOL)
+    for (k, v), (full_k, full_v) in zip(cache, full_cache, strict=True):
+        # keys and values reach ~12, like the logits: float32 rounding differs by up to ~2e-5
+        assert torch.allclose(k, full_k, atol=ATOL) and torch.allclose(v, full_v, atol=ATOL)
+
+
+@torch.no_grad()
+def test_the_cache_equals_the_library_cache(shipped):
+    ids = random_ids(shipped, 2, 20, seed=3)
+    _, ours = forward(shipped, ids)
+    theirs = shipped(ids, use_cache=True).past_key_values
+    for (keys, values), layer in zip(ours, theirs.layers, strict=True):
+        assert torch.allclose(keys, layer.keys, atol=1e-5)
+        assert torch.allclose(values, layer.values, atol=1e-5)
+
+
+@torch.no_grad()
+def test_no_position_reads_the_future(shipped):
+    ids = random_ids(shipped, 1, 30, seed=4)
+    changed = ids.clone()
+    changed[0, 20:] = (changed[0, 20:] + 1) % shipped.config.vocab_size
+    before, _ = forward(shipped, ids)
+    after, _ = forward(shipped, changed)
+    assert torch.equal(before[:, :20], after[:, :20])
+    assert not torch.allclose(before[:, 20:], after[:, 20:])
+
+
+@torch.no_grad()
+def test_conv1d_is_a_transposed_linear(shipped):
+    layer = shipped.transformer.h[1].mlp.c_fc
+    x = torch.randn(2, 5, shipped.config.n_embd, generator=torch.Generator().manual_seed(5))
+    assert layer.weight.shape == (shipped.config.n_embd, 4 * shipped.config.n_embd)  # (in, out)
+    assert torch.allclose(conv1d(x, layer), layer(x), atol=1e-5)
+    assert torch.allclose(F.linear(x, layer.weight.T, layer.bias), layer(x), atol=1e-5)
+
+
+@torch.no_grad()
+def test_attention_weights_equal_eager_attentions(shipped):
+    """Seed error 16: the default SDPA attention returns no probabilities; eager does."""
+    ids = random_ids(shipped, 2, 16, seed=6)
+    outputs = shipped(ids, output_attentions=True, output_hidden_states=True)
+    layer = shipped.transformer.h[2]
+    normed = layer.ln_1(outputs.hidden_states[2])
+    # the module is told what to mask: the model passes it an additive causal mask
+    future = torch.ones(16, 16, dtype=torch.bool).triu(diagonal=1)
+    additive = torch.zeros(16, 16).masked_fill(future, torch.finfo(normed.dtype).min)
+    reference, weights = layer.attn(normed, attention_mask=additive[None, None])
+    assert torch.allclose(weights, outputs.attentions[2], atol=1e-6)
+    assert torch.allclose(causal_attention(layer.attn, normed)[0], reference, atol=1e-5)
+    default = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+    assert default.config._attn_implementation == "sdpa"
+    assert not default(ids, output_attentions=True).attentions
+
+
+@torch.no_grad()
+def test_the_last_hidden_state_is_after_the_final_layer_norm(shipped):
+    ids = random_ids(shipped, 1, 10, seed=7)
+    outputs = shipped(ids, output_hidden_states=True)
+    assert len(outputs.hidden_states) == shipped.config.n_layer + 1
+    last = outputs.hidden_states[-1]  # (B, T, C), already normalized by ln_f
+    assert torch.allclose(last @ shipped.lm_head.weight.T, outputs.logits, atol=1e-4)
+
+
+def test_gelu_is_the_tanh_approximation():
+    x = torch.linspace(-10, 10, 20001)
+    assert torch.allclose(gelu_tanh(x), F.gelu(x, approximate="tanh"), atol=1e-6)
+    assert not torch.allclose(gelu_tanh(x), F.gelu(x), atol=1e-4)
+
+
+def test_lm_head_is_tied_and_stored_once(shipped):
+    assert shipped.lm_head.weight is shipped.transformer.wte.weight
+    with safe_open(GPT2_SHAKESPEARE.snapshot_dir() / "model.safetensors", "pt") as stored:
+        names = set(stored.keys())
+    assert "transformer.wte.weight" in names and "lm_head.weight" not in names
