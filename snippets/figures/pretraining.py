@@ -1,0 +1,82 @@
+"""Figures of the pretraining and fine-tuning chapters (docs/training/)."""
+
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from snippets.figures import REPO_ROOT, figure
+from snippets.models import MOVIE_REVIEWS_FILE, movie_reviews_dir
+
+METRICS = "checkpoints/bert-shakespeare/metrics.json"
+FINE_TUNING = "snippets/fine_tuning.py"
+
+
+def smoothed(values, window):
+    return np.convolve(values, np.ones(window) / window, mode="valid")
+
+
+@figure("pretraining-curves.svg", inputs=(METRICS,))
+def pretraining_curves():
+    """The shipped run's losses per step and its held-out accuracies, from its metrics.json."""
+    metrics = json.loads((REPO_ROOT / METRICS).read_text())
+    held = metrics["held_out"]
+    held_steps = [e["step"] for e in held]
+    window = 50
+    fig, (mlm, accuracy, nsp) = plt.subplots(1, 3, figsize=(11, 3.4))
+    for ax, key, colour in [(mlm, "mlm_loss", "#3f51b5"), (nsp, "nsp_loss", "#00897b")]:
+        losses = np.array(metrics[key])
+        steps = np.arange(1, len(losses) + 1)
+        ax.plot(steps, losses, color="#dddddd", lw=0.6, label="training batch")
+        ax.plot(steps[window - 1 :], smoothed(losses, window), color=colour, lw=1.6,
+                label=f"mean of {window} steps")  # fmt: skip
+        ax.set_xlabel("training step")
+        ax.legend(frameon=False, fontsize=8)
+    mlm.set_ylabel("MLM loss (nats per masked token)")
+    mlm.set_ylim(top=np.log(30522) + 0.5)  # ln V: the loss of a uniform guess
+    nsp.axhline(np.log(2), color="#555555", ls="--", lw=1)
+    nsp.text(0, np.log(2), " ln 2: a coin flip", va="bottom", fontsize=8, color="#555555")
+    nsp.set_ylabel("NSP loss (nats per pair)")
+    accuracy.plot(held_steps, [e["mlm_top5"] for e in held], "o-", ms=3, color="#7986cb",
+                  label="MLM top-5")  # fmt: skip
+    accuracy.plot(held_steps, [e["mlm_top1"] for e in held], "o-", ms=3, color="#3f51b5",
+                  label="MLM top-1")  # fmt: skip
+    accuracy.plot(held_steps, [e["nsp_accuracy"] for e in held], "s-", ms=3, color="#00897b",
+                  label="NSP")  # fmt: skip
+    accuracy.set_ylim(0, 1)
+    accuracy.set_xlabel("training step")
+    accuracy.set_ylabel("accuracy on the held-out play")
+    accuracy.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+@figure("fine-tuning-learning-curve.svg", inputs=(FINE_TUNING,))
+def fine_tuning_learning_curve():
+    """The fine-tuning chapter's run: loss per step, held-out accuracy against the baselines."""
+    from snippets.fine_tuning import cached_fine_tuning_run
+
+    run = cached_fine_tuning_run(movie_reviews_dir() / MOVIE_REVIEWS_FILE, REPO_ROOT / ".cache")
+    losses = np.array(run["losses"])
+    fig, (loss, accuracy) = plt.subplots(1, 2, figsize=(9.5, 3.4))
+    loss.plot(np.arange(1, len(losses) + 1), losses, color="#3f51b5", lw=1.2)
+    loss.axhline(np.log(2), color="#555555", ls="--", lw=1)
+    loss.text(len(losses), np.log(2), "ln 2 ", ha="right", va="bottom", fontsize=8,
+              color="#555555")  # fmt: skip
+    loss.set_xlabel("training step (32 sentences each)")
+    loss.set_ylabel("training loss (cross-entropy)")
+    steps, values = zip(*run["curve"], strict=True)
+    accuracy.plot(steps, values, "o-", color="#e65100", ms=4, label="MiniLM, fine-tuned")
+    for value, name, style in [(run["bag_of_words"], "bag of words", "-."),
+                               (run["majority"], "majority class", ":")]:  # fmt: skip
+        accuracy.axhline(value, color="#555555", ls=style, lw=1)
+        accuracy.text(steps[-1], value, f"{name} {value:.3f}", ha="right", va="bottom",
+                      fontsize=8, color="#555555")  # fmt: skip
+    accuracy.annotate(f"{values[-1]:.3f}", (steps[-1], values[-1]), textcoords="offset points",
+                      xytext=(-6, 6), ha="right", fontsize=8)  # fmt: skip
+    accuracy.set_ylim(0.4, 1.0)
+    accuracy.set_xlabel("training step")
+    accuracy.set_ylabel("held-out accuracy (400 sentences)")
+    accuracy.legend(frameon=False, fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig

