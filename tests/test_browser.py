@@ -2,10 +2,16 @@
 
 Debian's Chromium is used as it is (no browser download): set CHROMIUM to use
 another binary. A screenshot of each page is saved under artifacts/screenshots/.
+
+The local server compresses text with gzip, as GitHub Pages, where the site is
+published, does: the budget is on the bytes a reader's browser really receives.
+artifacts/page-sizes.json records those and, beside them, the uncompressed sizes.
 """
 
 import functools
+import gzip
 import http.server
+import io
 import json
 import os
 import shutil
@@ -23,6 +29,8 @@ CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/c
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
 PAGE_SIZES = REPO_ROOT / "artifacts" / "page-sizes.json"
 BUDGET = 1_000_000  # bytes a page may transfer, figures, scripts and search index included
+# what GitHub Pages serves compressed (images such as PNG are compressed already)
+COMPRESSED = {".html", ".css", ".js", ".json", ".svg", ".xml", ".txt", ".map", ".ipynb"}
 # flags that keep Chromium from calling home: this machine has no network, and pages must
 # make no request to any host but the one serving them
 CHROMIUM_FLAGS = [
@@ -36,6 +44,9 @@ CHROMIUM_FLAGS = [
 ]
 
 
+SITE_ROOT: dict[str, Path] = {}  # server URL -> the built site it serves
+
+
 def site_url_path(page: Path) -> str:
     """docs/bert/tokenizer.md -> bert/tokenizer/ (MkDocs' directory URLs); labs likewise."""
     relative = page.relative_to(DOCS).with_suffix("")
@@ -47,13 +58,30 @@ def server(built_site):
     handler = functools.partial(QuietHandler, directory=str(built_site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    SITE_ROOT[url] = Path(built_site)
+    yield url
     httpd.shutdown()
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
+
+    def send_head(self):
+        path = Path(self.translate_path(self.path))
+        if path.is_dir() and self.path.split("?")[0].endswith("/"):
+            path = path / "index.html"
+        accepts_gzip = "gzip" in self.headers.get("Accept-Encoding", "")
+        if not (accepts_gzip and path.is_file() and path.suffix in COMPRESSED):
+            return super().send_head()
+        body = gzip.compress(path.read_bytes(), mtime=0)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +127,7 @@ def test_page_works_in_a_browser(tab, server, source):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=SCREENSHOTS / f"{where.replace('/', '_')}.png", full_page=True)
     assert not tab.problems, f"{where}: " + "; ".join(tab.problems)
-    _check_budget(where, tab.transferred)
+    _check_budget(where, tab.transferred, server)
 
     unrendered = tab.evaluate(
         """() => [...document.querySelectorAll('article math')].filter(m => {
@@ -129,10 +157,16 @@ def test_page_works_in_a_browser(tab, server, source):
     assert results.count() > 0, f"{where}: search found nothing for 'attention'"
 
 
-def _check_budget(where, transferred):
+def _check_budget(where, transferred, server):
     total = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in transferred.values())
+    uncompressed = sum(_served_file(url, server).stat().st_size for url in transferred)
     sizes = json.loads(PAGE_SIZES.read_text()) if PAGE_SIZES.exists() else {}
-    sizes[where] = total
+    sizes[where] = {"transferred": total, "uncompressed": uncompressed}
     PAGE_SIZES.write_text(json.dumps(sizes, indent=1, sort_keys=True) + "\n")
     heaviest = sorted(transferred, key=lambda u: -transferred[u]["responseBodySize"])[:3]
     assert total <= BUDGET, f"{where}: transfers {total:,} bytes (budget {BUDGET:,}): {heaviest}"
+
+
+def _served_file(url, server):
+    path = SITE_ROOT[server] / urlparse(url).path.lstrip("/")
+    return path / "index.html" if path.is_dir() else path
