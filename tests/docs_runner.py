@@ -46,6 +46,7 @@ INCLUDE = re.compile(r"""^(\s*)-{1,}8<-{1,}\s+(["'])([^"']+)\2\s*$""")
 # collects only `python`, so these would be shown on the site and never run
 PYTHONISH = re.compile(r"^\s*\{?\s*\.?(py|python|python3|pycon|ipython|ipython3)\b", re.I)
 RUNNABLE = {"python", "sh", "bash"}
+MAX_CODE_LINE = 100  # as ruff's line length for the book's code: wider lines scroll sideways
 
 
 @dataclass
@@ -110,6 +111,16 @@ def _snippet_preprocessor():
         extension_configs={"pymdownx.snippets": snippets_config},
     )
     return md.preprocessors["snippet"], [Path(p) for p in snippets_config["base_path"]]
+
+
+def _long_lines(code: str, page: Path, first_line: int) -> list[str]:
+    return [
+        f"{display(page)}:{first_line + offset}: a code line of {len(line)} characters: the "
+        f"page shows about {MAX_CODE_LINE} before the reader must scroll sideways. Wrap it "
+        "as `ruff format` would."
+        for offset, line in enumerate(code.splitlines())
+        if len(line) > MAX_CODE_LINE and not INCLUDE.match(line)
+    ]
 
 
 def expand_includes(code: str, page: Path, first_line: int) -> tuple[str, list[tuple[str, int]]]:
@@ -212,6 +223,8 @@ def parse(path: Path) -> Page:
             else None,
         )
         block.skip_reason = _skip_reason(raw.marks, where, page.problems)
+        if raw.syntax == "python":
+            page.problems.extend(_long_lines(raw.code, path, raw.lineno + 1))
         page.blocks.append(block)
         previous_fence = raw.lineno
     return page

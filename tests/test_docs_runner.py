@@ -176,3 +176,11 @@ def test_torch_settings_a_page_changes_stay_in_that_page(tmp_path):
     for block in page.blocks:
         docs_runner.run(block, page)
         assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
+
+
+def test_a_code_line_too_wide_for_the_page_is_reported(tmp_path):
+    wide = "x = " + " + ".join(["1"] * 30)  # 121 characters
+    page = page_from(tmp_path, f"# T\n\n```python\nshort = 1\n{wide}\n```\n")
+    [problem] = page.problems
+    assert "chapter.md:5:" in problem and "121 characters" in problem
+    assert "ruff format" in problem
