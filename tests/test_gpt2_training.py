@@ -8,7 +8,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, GPT2LMHeadModel
 
-from snippets import gpt2_training
+from snippets import gpt2_training, training_runs
 from snippets.models import GPT2_SHAKESPEARE, shakespeare_dir
 
 TINY = [
@@ -44,7 +44,7 @@ def test_an_interrupted_run_resumes_to_the_same_weights(tiny_corpus, tmp_path):
     straight = run(tiny_corpus, tmp_path / "straight")
     interrupted = run(tiny_corpus, tmp_path / "interrupted", "--stop-after", "3")
     assert not interrupted.exists()  # stopped: nothing exported yet, the state is saved
-    assert (tmp_path / "interrupted" / "work" / gpt2_training.STATE).is_file()
+    assert (tmp_path / "interrupted" / "work" / training_runs.STATE).is_file()
     resumed = run(tiny_corpus, tmp_path / "interrupted")
     first = load_file(straight / "model.safetensors")
     second = load_file(resumed / "model.safetensors")
@@ -75,9 +75,9 @@ def test_other_settings_refuse_to_resume_a_state(tiny_corpus, tmp_path):
 
 
 def test_the_held_out_play_is_never_trained_on(tiny_corpus):
-    training, held_out = gpt2_training.read_corpus(gpt2_training.Settings(corpus=str(tiny_corpus)))
+    training, held_out = training_runs.read_corpus(gpt2_training.Settings(corpus=str(tiny_corpus)))
     assert len(training) == 3 and held_out not in training
-    real, _ = gpt2_training.read_corpus(gpt2_training.Settings())
+    real, _ = training_runs.read_corpus(gpt2_training.Settings())
     assert len(real) == 41
     assert not any("PROSPERO" in text for text in real)  # The Tempest's duke is in no other play
 

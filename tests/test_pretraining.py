@@ -16,7 +16,7 @@ from transformers import (
     pipeline,
 )
 
-from snippets import pretraining
+from snippets import pretraining, training_runs
 from snippets.models import BERT_SHAKESPEARE, MINILM, shakespeare_dir
 
 TINY = [
@@ -180,7 +180,7 @@ def test_an_interrupted_run_resumes_to_the_same_weights(tiny_corpus, tmp_path):
     straight = run(tiny_corpus, tmp_path / "straight")
     interrupted = run(tiny_corpus, tmp_path / "interrupted", "--stop-after", "3")
     assert not interrupted.exists()  # stopped: nothing exported yet, the state is saved
-    assert (tmp_path / "interrupted" / "work" / pretraining.STATE).is_file()
+    assert (tmp_path / "interrupted" / "work" / training_runs.STATE).is_file()
     resumed = run(tiny_corpus, tmp_path / "interrupted")
     first, second = (load_file(out / "model.safetensors") for out in (straight, resumed))
     assert first.keys() == second.keys()
@@ -200,7 +200,7 @@ def test_an_interrupted_run_resumes_to_the_same_weights(tiny_corpus, tmp_path):
 
 
 def test_the_held_out_play_is_never_trained_on():
-    training, held_out = pretraining.read_corpus(pretraining.Settings())
+    training, held_out = training_runs.read_corpus(pretraining.Settings())
     assert len(training) == 41 and held_out not in training
     assert not any("PROSPERO" in text for text in training)  # The Tempest's duke, nowhere else
     assert len(pretraining.acts_of(held_out)) == 6  # front matter and five acts
