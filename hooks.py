@@ -69,7 +69,7 @@ def on_page_markdown(markdown, page, config, files):
     links = (
         f'<a href="{to_root}{notebooks.notebook_path(source)}" download>'
         ":material-download: notebook</a> · "
-        f'<a href="{notebooks.colab_url(config.repo_url, source)}">'
+        f'<a href="{notebooks.colab_url(config.repo_url, notebooks.notebook_path(source))}">'
         ":material-rocket-launch-outline: open in Colab</a>"
     )
     title, _, rest = markdown.partition("\n")

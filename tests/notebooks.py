@@ -168,12 +168,13 @@ def setup_cell() -> str:
     )
 
 
-def colab_url(repo_url: str, page: Path) -> str:
-    """Colab opens notebooks from GitHub: the published site lives on the gh-pages branch."""
+def colab_url(repo_url: str, notebook: str) -> str:
+    """Colab opens notebooks from GitHub: the published site lives on the gh-pages branch.
+
+    `notebook` is the notebook's path in the built site, e.g. notebooks/bert/tokenizer.ipynb.
+    """
     repository = repo_url.removeprefix("https://github.com/").strip("/")
-    return (
-        f"https://colab.research.google.com/github/{repository}/blob/gh-pages/{notebook_path(page)}"
-    )
+    return f"https://colab.research.google.com/github/{repository}/blob/gh-pages/{notebook}"
 
 
 def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
@@ -211,8 +212,7 @@ def lab_page(notebook: nbformat.NotebookNode, name: str, repo_url: str) -> tuple
 
     Under the title, links to download the executed notebook and open it in Colab.
     """
-    repository = repo_url.removeprefix("https://github.com/").strip("/")
-    colab = f"https://colab.research.google.com/github/{repository}/blob/gh-pages/labs/{name}.ipynb"
+    colab = colab_url(repo_url, f"labs/{name}.ipynb")
     links = (
         f'<p class="provenance" markdown>:material-download: [notebook]({name}.ipynb){{ download }}'
         f" · :material-rocket-launch-outline: [open in Colab]({colab})</p>"

@@ -44,9 +44,6 @@ CHROMIUM_FLAGS = [
 ]
 
 
-SITE_ROOT: dict[str, Path] = {}  # server URL -> the built site it serves
-
-
 def site_url_path(page: Path) -> str:
     """docs/bert/tokenizer.md -> bert/tokenizer/ (MkDocs' directory URLs); labs likewise."""
     relative = page.relative_to(DOCS).with_suffix("")
@@ -58,9 +55,7 @@ def server(built_site):
     handler = functools.partial(QuietHandler, directory=str(built_site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/"
-    SITE_ROOT[url] = Path(built_site)
-    yield url
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     httpd.shutdown()
 
 
@@ -121,13 +116,13 @@ def _check_host(url, server, problems):
 
 
 @pytest.mark.parametrize("source", pages() + sorted(LABS.glob("*.py")), ids=display)
-def test_page_works_in_a_browser(tab, server, source):
+def test_page_works_in_a_browser(tab, server, built_site, source):
     where = display(source)
     tab.goto(server + site_url_path(source), wait_until="networkidle")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=SCREENSHOTS / f"{where.replace('/', '_')}.png", full_page=True)
     assert not tab.problems, f"{where}: " + "; ".join(tab.problems)
-    _check_budget(where, tab.transferred, server)
+    _check_budget(where, tab.transferred, built_site)
 
     unrendered = tab.evaluate(
         """() => [...document.querySelectorAll('article math')].filter(m => {
@@ -157,9 +152,9 @@ def test_page_works_in_a_browser(tab, server, source):
     assert results.count() > 0, f"{where}: search found nothing for 'attention'"
 
 
-def _check_budget(where, transferred, server):
+def _check_budget(where, transferred, site):
     total = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in transferred.values())
-    uncompressed = sum(_served_file(url, server).stat().st_size for url in transferred)
+    uncompressed = sum(_served_file(url, site).stat().st_size for url in transferred)
     sizes = json.loads(PAGE_SIZES.read_text()) if PAGE_SIZES.exists() else {}
     sizes[where] = {"transferred": total, "uncompressed": uncompressed}
     PAGE_SIZES.write_text(json.dumps(sizes, indent=1, sort_keys=True) + "\n")
@@ -167,6 +162,6 @@ def _check_budget(where, transferred, server):
     assert total <= BUDGET, f"{where}: transfers {total:,} bytes (budget {BUDGET:,}): {heaviest}"
 
 
-def _served_file(url, server):
-    path = SITE_ROOT[server] / urlparse(url).path.lstrip("/")
+def _served_file(url, site):
+    path = Path(site) / urlparse(url).path.lstrip("/")
     return path / "index.html" if path.is_dir() else path
