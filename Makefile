@@ -1,24 +1,32 @@
 # The README's two commands. Each sets up whatever is missing, then acts;
 # with nothing changed, the set-up skips the installs.
+#
+#   make test PAGE=docs/bert/self-attention.md   runs one page, its figures and its tests
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
-LINTED := snippets tests hooks.py docs/labs
+LINTED := snippets tools tests hooks.py docs/labs
 
 .PHONY: serve test setup chapter
 
 serve: setup
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
+ifdef PAGE
+test: setup
+	$(BIN)/pytest --page $(PAGE)
+else
 test: setup
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/pytest
+endif
 
+# provisions the models and data sets, then draws the figures whose code or inputs changed
 setup: $(INSTALLED)
-	$(BIN)/python -m snippets.models
+	$(BIN)/python -m snippets.hub
 	$(BIN)/python -m snippets.figures
 
 # torch first, on its own, so that pip takes the local CPU wheel and never the CUDA build
@@ -30,4 +38,4 @@ $(INSTALLED): pyproject.toml constraints.txt
 
 # a new chapter: the page from the template, its nav entry, a failing test stub
 chapter: setup
-	$(BIN)/python -m tests.scaffold "$(PAGE)" "$(TITLE)"
+	$(BIN)/python -m tools.scaffold "$(PAGE)" "$(TITLE)"

@@ -7,15 +7,14 @@ hash of this file), and tests/test_fine_tuning.py checks the pieces on small inp
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-
 # --8<-- [start:data]
 import re
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+from snippets.book import computed_once
 
 NEUTRAL = 0.5  # sentences whose mean rating is within this of 0 have no clear side: dropped
 
@@ -136,7 +135,7 @@ def fine_tune(model, tokenizer, train, held_out, epochs=1, batch_size=32, lr=1e-
 # --8<-- [end:fine_tune]
 
 
-CACHE = "fine-tuning-run"
+RUN_NAME = "fine-tuning-run"  # its result is kept in .cache/ under this name
 
 
 def fine_tuning_run(reviews_path, train_size=1600, held_out_size=400):
@@ -168,19 +167,7 @@ def fine_tuning_run(reviews_path, train_size=1600, held_out_size=400):
     }
 
 
-def cached_fine_tuning_run(reviews_path, cache_dir):
-    """`fine_tuning_run`, kept in `cache_dir` under a hash of this file and torch's version."""
-    digest = hashlib.sha256(torch.__version__.encode())
-    with open(__file__, "rb") as source:
-        digest.update(source.read())
-    cache = cache_dir / f"{CACHE}-{digest.hexdigest()[:16]}.json"
-    if cache.exists():
-        return json.loads(cache.read_text())
-    run = fine_tuning_run(reviews_path)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    for stale in cache.parent.glob(f"{CACHE}-*.json"):
-        stale.unlink(missing_ok=True)
-    partial = cache.with_suffix(f".{os.getpid()}.tmp")  # a reader never sees half a file
-    partial.write_text(json.dumps(run))
-    partial.replace(cache)
-    return run
+def cached_fine_tuning_run(reviews_path):
+    """`fine_tuning_run`, computed once per version of this file and of torch."""
+    sources = [Path(__file__).read_bytes()]
+    return computed_once(RUN_NAME, sources, lambda: fine_tuning_run(reviews_path))

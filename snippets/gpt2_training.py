@@ -20,7 +20,6 @@ below; tests/test_gpt2_training.py runs the whole script on a tiny config.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,18 +28,13 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, GenerationConfig, GPT2Config, GPT2LMHeadModel, GPT2Tokenizer
 
-from snippets.models import REPO_ROOT
-from snippets.training_runs import (
-    command_line,
-    export,
-    read_corpus,
-    recorded,
-    save_state,
-    saved_state,
-)
+from snippets import training_runs
+from snippets.book import CACHE
+from snippets.hub import GPT2_SHAKESPEARE
+from snippets.training_runs import Run, export, read_corpus
 
-OUTPUT = REPO_ROOT / "checkpoints" / "gpt2-shakespeare"  # shipped in the repository
-WORK = REPO_ROOT / ".cache" / "gpt2-training"  # resumable state: git-ignored, never shipped
+OUTPUT = GPT2_SHAKESPEARE.trained_here  # shipped in the repository
+WORK = CACHE / "gpt2-training"  # resumable state: git-ignored, never shipped
 
 
 @dataclass(frozen=True)
@@ -203,43 +197,18 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
 
     Returns None when the run stopped early at `settings.stop_after`.
     """
-    state = saved_state(settings, work)
     tokenizer, stream, held_out = prepare(settings, work)
     torch.manual_seed(settings.seed)
     model = GPT2LMHeadModel(shakespeare_config(tokenizer, settings))
     optimizers = make_optimizers(model, settings)
     peaks = [optimizer.param_groups[0]["lr"] for optimizer in optimizers]
     windows = torch.Generator().manual_seed(settings.seed)
-    metrics = {"settings": recorded(settings), "train_loss": [],
-               "held_out": [], "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
-    if state is not None:
-        model.load_state_dict(state["model"])
-        for optimizer, saved in zip(optimizers, state["optimizers"], strict=True):
-            optimizer.load_state_dict(saved)
-        windows.set_state(state["windows"])
-        torch.set_rng_state(state["torch_rng"])
-        metrics = state["metrics"]
-    metrics["parameters"] = sum(p.numel() for p in model.parameters())
-    metrics["training_tokens"] = len(stream)
-    started = time.perf_counter() - metrics["seconds"]
-    cpu_started = time.process_time() - metrics["cpu_seconds"]
-
-    def clock():  # wall-clock and CPU time of the run so far, across resumptions
-        metrics["seconds"] = time.perf_counter() - started
-        metrics["cpu_seconds"] = time.process_time() - cpu_started
-
-    def evaluate(step):
-        model.eval()
-        metrics["held_out"].append({"step": step, **held_out_loss(model, tokenizer, held_out)})
-        model.train()
-        print(f"step {step:>5}  held-out {metrics['held_out'][-1]['nats_per_char']:.4f} "
-              "nats/char", flush=True)  # fmt: skip
-
-    model.train()
+    run = Run(settings, work, ("train_loss",), model=model, optimizers=optimizers,
+              windows=windows)  # fmt: skip
+    run.metrics["parameters"] = sum(p.numel() for p in model.parameters())
+    run.metrics["training_tokens"] = len(stream)
     dtype = getattr(torch, settings.autocast)
-    for step in range(len(metrics["train_loss"]), settings.steps):
-        if step % settings.eval_every == 0:  # resuming restores the metrics saved before it
-            evaluate(step)
+    for step in run.steps(lambda: held_out_loss(model, tokenizer, held_out)):
         for optimizer, peak in zip(optimizers, peaks, strict=True):
             optimizer.param_groups[0]["lr"] = peak * learning_rate_scale(step, settings)
         inputs, targets = random_windows(stream, settings.batch_size, settings.n_positions, windows)
@@ -252,40 +221,21 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
         torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
         for optimizer in optimizers:
             optimizer.step()
-        metrics["train_loss"].append(loss.item())
-        done = step + 1
-        if done % 10 == 0:
-            print(f"step {done:>5}  loss {loss.item():.4f}  "
-                  f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
-        if done % settings.save_every == 0 or done == settings.steps or done == settings.stop_after:
-            clock()
-            save_state(
-                {"settings": metrics["settings"], "model": model.state_dict(),
-                 "optimizers": [optimizer.state_dict() for optimizer in optimizers],
-                 "windows": windows.get_state(),
-                 "torch_rng": torch.get_rng_state(), "metrics": metrics},
-                work,
-            )  # fmt: skip
-        if done == settings.stop_after:
-            return None
-    evaluate(settings.steps)
-    clock()
+        run.metrics["train_loss"].append(loss.item())
+    if run.stopped:
+        return None
     eos = tokenizer.eos_token_id
     generation = GenerationConfig(bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
-    export(output, settings, metrics, model, generation, tokenizer)
-    return metrics
+    export(output, settings, run.metrics, model, generation, tokenizer)
+    return run.metrics
 
 
 def main(argv=None):
-    settings, output, work = command_line(
-        "python -m snippets.gpt2_training", __doc__, Settings, OUTPUT, WORK, argv
-    )
-    metrics = train(settings, output, work)
-    if metrics is not None:
-        final = metrics["held_out"][-1]
-        print(f"held-out: {final['nats_per_token']:.4f} nats/token, "
-              f"{final['nats_per_char']:.4f} nats/char; {metrics['seconds'] / 60:.1f} min; "
-              f"written to {output}")  # fmt: skip
+    training_runs.main(
+        "python -m snippets.gpt2_training", __doc__, Settings, train, OUTPUT, WORK,
+        lambda final: f"{final['nats_per_token']:.4f} nats/token, "
+        f"{final['nats_per_char']:.4f} nats/char", argv,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ marked below; tests/test_pretraining.py runs the whole script on a tiny config.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,18 +33,13 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoTokenizer, BertConfig, BertForPreTraining
 
-from snippets.models import MINILM, REPO_ROOT
-from snippets.training_runs import (
-    command_line,
-    export,
-    read_corpus,
-    recorded,
-    save_state,
-    saved_state,
-)
+from snippets import training_runs
+from snippets.book import CACHE
+from snippets.hub import BERT_SHAKESPEARE, MINILM
+from snippets.training_runs import Run, export, read_corpus
 
-OUTPUT = REPO_ROOT / "checkpoints" / "bert-shakespeare"  # shipped in the repository
-WORK = REPO_ROOT / ".cache" / "bert-pretraining"  # resumable state: git-ignored, never shipped
+OUTPUT = BERT_SHAKESPEARE.trained_here  # shipped in the repository
+WORK = CACHE / "bert-pretraining"  # resumable state: git-ignored, never shipped
 
 
 @dataclass(frozen=True)
@@ -320,7 +314,6 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
 
     Returns None when the run stopped early at `settings.stop_after`.
     """
-    state = saved_state(settings, work)
     tokenizer = load_tokenizer(settings)
     training, held_out = read_corpus(settings)
     documents = [sentences_of(text, tokenizer) for text in training]  # plays and poems
@@ -329,37 +322,17 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
     model = BertForPreTraining(shakespeare_config(tokenizer, settings))
     optimizer = make_optimizer(model, settings)
     generator = torch.Generator().manual_seed(settings.seed)
-    metrics = {"settings": recorded(settings), "mlm_loss": [], "nsp_loss": [],
-               "held_out": [], "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
-    if state is not None:
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        metrics = state["metrics"]
-    metrics["parameters"] = sum(p.numel() for p in model.parameters())
-    metrics["training_tokens"] = sum(len(s) for document in documents for s in document)
-    metrics["threads"] = torch.get_num_threads()
-    started = time.perf_counter() - metrics["seconds"]
-    cpu_started = time.process_time() - metrics["cpu_seconds"]
-
-    def clock():  # wall-clock and CPU time of the run so far, across resumptions
-        metrics["seconds"] = time.perf_counter() - started
-        metrics["cpu_seconds"] = time.process_time() - cpu_started
-
-    def evaluate(step):
-        model.eval()
-        scores = held_out_accuracy(model, tokenizer, held_out_documents, settings.eval_pairs)
-        metrics["held_out"].append({"step": step, **scores})
-        model.train()
-        print(f"step {step:>5}  held-out MLM top-1 {scores['mlm_top1']:.3f} "
-              f"top-5 {scores['mlm_top5']:.3f}  NSP {scores['nsp_accuracy']:.3f}",
-              flush=True)  # fmt: skip
-
-    model.train()
+    run = Run(settings, work, ("mlm_loss", "nsp_loss"), model=model, optimizer=optimizer,
+              generator=generator)  # fmt: skip
+    run.metrics["parameters"] = sum(p.numel() for p in model.parameters())
+    run.metrics["training_tokens"] = sum(len(s) for document in documents for s in document)
+    run.metrics["threads"] = torch.get_num_threads()
     peak = optimizer.param_groups[0]["lr"]
-    for step in range(len(metrics["mlm_loss"]), settings.steps):
-        if step % settings.eval_every == 0:  # resuming restores the metrics saved before it
-            evaluate(step)
+
+    def evaluate():
+        return held_out_accuracy(model, tokenizer, held_out_documents, settings.eval_pairs)
+
+    for step in run.steps(evaluate):
         for group in optimizer.param_groups:
             group["lr"] = peak * learning_rate_scale(step, settings)
         batch = pretraining_batch(documents, tokenizer, settings.batch_size, settings.max_length,
@@ -369,38 +342,20 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
         (mlm + nsp).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
         optimizer.step()
-        metrics["mlm_loss"].append(mlm.item())
-        metrics["nsp_loss"].append(nsp.item())
-        done = step + 1
-        if done % 10 == 0:
-            print(f"step {done:>5}  MLM {mlm.item():.4f}  NSP {nsp.item():.4f}  "
-                  f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
-        if done % settings.save_every == 0 or done == settings.steps or done == settings.stop_after:
-            clock()
-            save_state(
-                {"settings": metrics["settings"], "model": model.state_dict(),
-                 "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
-                 "metrics": metrics},
-                work,
-            )  # fmt: skip
-        if done == settings.stop_after:
-            return None
-    evaluate(settings.steps)
-    clock()
-    export(output, settings, metrics, model, tokenizer)
-    return metrics
+        run.metrics["mlm_loss"].append(mlm.item())
+        run.metrics["nsp_loss"].append(nsp.item())
+    if run.stopped:
+        return None
+    export(output, settings, run.metrics, model, tokenizer)
+    return run.metrics
 
 
 def main(argv=None):
-    settings, output, work = command_line(
-        "python -m snippets.pretraining", __doc__, Settings, OUTPUT, WORK, argv
-    )
-    metrics = train(settings, output, work)
-    if metrics is not None:
-        final = metrics["held_out"][-1]
-        print(f"held-out: MLM top-1 {final['mlm_top1']:.4f}, top-5 {final['mlm_top5']:.4f}, "
-              f"NSP {final['nsp_accuracy']:.4f}; {metrics['seconds'] / 60:.1f} min; "
-              f"written to {output}")  # fmt: skip
+    training_runs.main(
+        "python -m snippets.pretraining", __doc__, Settings, train, OUTPUT, WORK,
+        lambda final: f"MLM top-1 {final['mlm_top1']:.4f}, top-5 {final['mlm_top5']:.4f}, "
+        f"NSP {final['nsp_accuracy']:.4f}", argv,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

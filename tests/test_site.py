@@ -6,8 +6,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests import docs_runner, notebooks, page_checks
-from tests.docs_runner import REPO_ROOT, display, pages
+from snippets.book import DOCS, nav_pages
+from tools import notebooks
+from tools.pages import LABS, display, notebook_path, pages, parse, site_path
 
 # elements and attributes through which a page loads something
 LOADS = {
@@ -62,39 +63,35 @@ def test_pages_load_nothing_from_another_host(site):
 
 def test_math_is_rendered_to_mathml_at_build(site):
     pages_with_math = [
-        page
-        for page in (REPO_ROOT / "docs").rglob("*.md")
-        if re.search(r"\\\(|\\\[", page.read_text(encoding="utf-8"))
+        page for page in pages() if re.search(r"\\\(|\\\[", page.read_text(encoding="utf-8"))
     ]
     assert pages_with_math
     for page in pages_with_math:
-        relative = page.relative_to(REPO_ROOT / "docs").with_suffix("")
-        html = (site / relative / "index.html").read_text(encoding="utf-8")
-        assert "<math" in html, relative
-        assert 'class="arithmatex"' not in html, relative
+        html = (site / site_path(page) / "index.html").read_text(encoding="utf-8")
+        assert "<math" in html, display(page)
+        assert 'class="arithmatex"' not in html, display(page)
 
 
 def test_every_chapter_links_its_notebook_and_colab(site):
-    for page in map(docs_runner.parse, pages()):
+    for page in map(parse, pages()):
         if not notebooks.has_notebook(page):
             continue
-        notebook = notebooks.notebook_path(page.path)
+        notebook = notebook_path(page.path)
         assert (site / notebook).is_file(), notebook
-        html_dir = site / page.path.relative_to(docs_runner.DOCS).with_suffix("")
-        html = (html_dir / "index.html").read_text(encoding="utf-8")
-        to_root = "../" * len(page.path.relative_to(docs_runner.DOCS).with_suffix("").parts)
+        html = (site / site_path(page.path) / "index.html").read_text(encoding="utf-8")
+        to_root = "../" * site_path(page.path).count("/")
         assert f'href="{to_root}{notebook}" download' in html, page.path
         assert "colab.research.google.com/github/" in html and notebook in html, page.path
 
 
-@pytest.mark.parametrize("lab", sorted(notebooks.LABS.glob("*.py")), ids=display)
+@pytest.mark.parametrize("lab", sorted(LABS.glob("*.py")), ids=display)
 def test_each_lab_is_in_the_nav_and_edits_its_source(site, lab):
-    entry = lab.relative_to(docs_runner.DOCS).with_suffix(".md").as_posix()
-    assert entry in page_checks.nav_pages(), f"{display(lab)}: add `{entry}` to the nav"
-    html = (site / entry.removesuffix(".md") / "index.html").read_text(encoding="utf-8")
-    assert f"edit/main/docs/{lab.relative_to(docs_runner.DOCS).as_posix()}" in html
+    entry = lab.relative_to(DOCS).with_suffix(".md").as_posix()
+    assert entry in nav_pages(), f"{display(lab)}: add `{entry}` to the nav"
+    html = (site / site_path(lab) / "index.html").read_text(encoding="utf-8")
+    assert f"edit/main/docs/{lab.relative_to(DOCS).as_posix()}" in html
     assert f'download href="../{lab.stem}.ipynb"' in html, f"{display(lab)}: no download link"
-    assert (site / entry.removesuffix(".md") / ".." / f"{lab.stem}.ipynb").is_file()
+    assert (site / site_path(lab) / ".." / f"{lab.stem}.ipynb").is_file()
 
 
 def test_images_load_lazily(site):
@@ -104,19 +101,9 @@ def test_images_load_lazily(site):
 
 
 def test_every_page_has_an_edit_link(site):
-    for page in (REPO_ROOT / "docs").rglob("*.md"):
-        if "figures" in page.parts:
-            continue
-        relative = page.relative_to(REPO_ROOT / "docs")
-        html_path = site / ("index.html" if relative.stem == "index" else relative.with_suffix(""))
-        html = (html_path / "index.html" if html_path.is_dir() else html_path).read_text()
-        assert f"edit/main/docs/{relative.as_posix()}" in html, relative
-
-
-@pytest.mark.parametrize("page", pages(), ids=display)
-def test_page_is_in_the_nav_and_its_links_resolve(page):
-    problems = page_checks.nav_problems(page) + page_checks.link_problems(page)
-    assert not problems, "\n".join(problems)
+    for page in pages():
+        html = (site / site_path(page) / "index.html").read_text(encoding="utf-8")
+        assert f"edit/main/docs/{page.relative_to(DOCS).as_posix()}" in html, display(page)
 
 
 class LinkCollector(HTMLParser):

@@ -21,7 +21,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 try:  # in the book's repository: the GGUF converted once, which loads in a second
-    from snippets.models import smollm2_dir
+    from snippets.hub import smollm2_dir
 
     source, options = smollm2_dir(), {}
 except ImportError:  # anywhere else: the same file from the hub, dequantised on load (~25 s)

@@ -3,7 +3,7 @@
 A module per chapter registers its figures with `@figure("name.svg")`. `build()`
 writes them to docs/figures/ (git-ignored), redrawing only those whose
 fingerprint changed: the source of the module that draws it, this file,
-snippets/models.py (which pins the weights figures are drawn from), any extra
+snippets/hub.py (which pins the weights figures are drawn from), any extra
 `inputs`, and the matplotlib version. The same code gives the same bytes.
 
     python -m snippets.figures          # redraw what changed
@@ -16,7 +16,6 @@ import hashlib
 import importlib
 import inspect
 import io
-import json
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,10 +24,10 @@ from pathlib import Path
 import matplotlib
 import matplotlib.pyplot as plt
 
-from snippets import models
+from snippets import hub
+from snippets.book import DOCS, REPO_ROOT, read_json, write_json
 
-REPO_ROOT = models.REPO_ROOT
-OUT_DIR = REPO_ROOT / "docs" / "figures"
+OUT_DIR = DOCS / "figures"
 MANIFEST = ".fingerprints.json"  # a dotfile: MkDocs does not publish it
 
 STYLE = {
@@ -50,7 +49,7 @@ class Figure:
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256(matplotlib.__version__.encode())
-        sources = (Path(inspect.getfile(self.draw)), Path(__file__), Path(models.__file__))
+        sources = (Path(inspect.getfile(self.draw)), Path(__file__), Path(hub.__file__))
         for path in (*sources, *self.inputs):
             digest.update(path.read_bytes())
         return digest.hexdigest()
@@ -59,8 +58,12 @@ class Figure:
 REGISTRY: dict[str, Figure] = {}
 
 
-def figure(name: str, inputs: tuple[str, ...] = ()):
-    """Register a function that returns a matplotlib figure as docs/figures/<name>."""
+def figure(name: str, inputs: tuple[Path | str, ...] = ()):
+    """Register a function that returns a matplotlib figure as docs/figures/<name>.
+
+    `inputs`: the files besides its code that it reads, as paths or as paths
+    relative to the repository.
+    """
 
     def register(draw):
         if name in REGISTRY:
@@ -91,7 +94,7 @@ def build(out_dir: Path = OUT_DIR, force: bool = False) -> list[str]:
     """Draw the figures whose fingerprint changed (all with force); return their names."""
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / MANIFEST
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest = read_json(manifest_path)
     drawn = []
     for name, fig in sorted(all_figures().items()):
         fingerprint = fig.fingerprint()
@@ -106,5 +109,5 @@ def build(out_dir: Path = OUT_DIR, force: bool = False) -> list[str]:
     for stale in set(manifest) - set(REGISTRY):
         (out_dir / stale).unlink(missing_ok=True)
         del manifest[stale]
-    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    write_json(manifest_path, manifest)
     return drawn

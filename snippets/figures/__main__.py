@@ -1,6 +1,6 @@
 import argparse
 
-from snippets.models import provision, use_local_hub
+from snippets.hub import provision, use_local_hub
 
 use_local_hub()  # before the figure modules import transformers
 

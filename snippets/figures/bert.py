@@ -18,7 +18,7 @@ from matplotlib.colors import PowerNorm
 from matplotlib.patches import FancyBboxPatch, Patch
 
 from snippets.figures import figure
-from snippets.models import MINILM
+from snippets.hub import MINILM
 
 # the padded batch of sentence pairs the tokenizer chapter draws: B = 3, T = 13
 QUESTIONS = ["Where is the cat?", "Who wrote Hamlet?", "Why?"]

@@ -1,8 +1,6 @@
 """Figures of Part III, GPT-2 from logits to text (docs/gpt2/)."""
 
-import hashlib
 import inspect
-import json
 import statistics
 import time
 
@@ -10,12 +8,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from snippets import decoding, gpt2_by_hand
-from snippets.figures import REPO_ROOT, figure
-from snippets.models import GPT2_SHAKESPEARE
+from snippets.book import computed_once, read_json
+from snippets.figures import figure
+from snippets.hub import GPT2_SHAKESPEARE
 
-CHECKPOINT = "checkpoints/gpt2-shakespeare"
-METRICS = f"{CHECKPOINT}/metrics.json"
-WEIGHTS = f"{CHECKPOINT}/model.safetensors"
+METRICS = GPT2_SHAKESPEARE.trained_here / "metrics.json"
+WEIGHTS = GPT2_SHAKESPEARE.trained_here / "model.safetensors"
 PROMPT = "KING.\nWhat say you, my lord? Shall we"  # the prompt of docs/gpt2/generation.md
 LINE = "Full fathom five thy father lies"  # a line of the held-out play
 
@@ -29,7 +27,7 @@ def shipped_model(**options):
 
 @figure("gpt2-training-loss.svg", inputs=(METRICS,))
 def training_loss():
-    metrics = json.loads((REPO_ROOT / METRICS).read_text())
+    metrics = read_json(METRICS)
     train = np.array(metrics["train_loss"])
     steps = np.arange(1, len(train) + 1)
     window = 50
@@ -168,27 +166,11 @@ def measure_kv_timing():
 
 
 def kv_timing() -> dict:
-    """The measurement, taken once per version of the code that takes it.
-
-    Timings vary from run to run, so they are kept in the git-ignored .cache/ under
-    a hash of the measuring code, the forward pass and the torch version; the
-    figure is drawn from that file, and the same file gives the same bytes.
-    """
-    import torch
-
-    digest = hashlib.sha256(torch.__version__.encode())
-    digest.update(inspect.getsource(measure_kv_timing).encode())
-    digest.update(inspect.getsource(gpt2_by_hand).encode())
-    digest.update(repr(TIMED_LENGTHS).encode())
-    cache = REPO_ROOT / ".cache" / f"gpt2-kv-timing-{digest.hexdigest()[:16]}.json"
-    if cache.exists():
-        return json.loads(cache.read_text())
-    timings = measure_kv_timing()
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    for stale in cache.parent.glob("gpt2-kv-timing-*.json"):
-        stale.unlink()
-    cache.write_text(json.dumps(timings))
-    return timings
+    """The measurement, taken once per version of the code that takes it and of the
+    forward pass it times; the figure is drawn from the kept file."""
+    sources = [inspect.getsource(measure_kv_timing), inspect.getsource(gpt2_by_hand),
+               repr(TIMED_LENGTHS)]  # fmt: skip
+    return computed_once("gpt2-kv-timing", [s.encode() for s in sources], measure_kv_timing)
 
 
 @figure("gpt2-kv-cache-timing.svg", inputs=("snippets/gpt2_by_hand.py",))

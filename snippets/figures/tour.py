@@ -1,103 +1,86 @@
-"""The landing page's map of the book: each part as a row of chapters, with the
-shape of the tensor each chapter hands to the next. Chapters already in the nav
-are drawn solid; planned ones dashed."""
-
-from functools import cache
+"""The landing page's map of the book: each part of the nav as a row of its chapters,
+in nav order, with the shape of the tensor each chapter hands to the next."""
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch
 
-from snippets.figures import REPO_ROOT, figure
+from snippets.book import MKDOCS_YML, nav
+from snippets.figures import figure
 
-# (part title, [(chapter, page, what it hands on)])
-TOUR = [
-    (
-        "Part I: BERT, tensor by tensor",
-        [
-            ("Tokenizer", "bert/tokenizer.md", "ids (B, T)"),
-            ("Model &\nconfig", "bert/model.md", "BertModel"),
-            ("Embeddings", "bert/embeddings.md", "(B, T, C)"),
-            ("Self-\nattention", "bert/self-attention.md", "(B, H, T, T)"),
-            ("Add & norm", "bert/attention-output.md", "(B, T, C)"),
-            ("Feed-\nforward", "bert/feed-forward.md", "(B, T, C)"),
-            ("Encoder", "bert/encoder.md", "L × (B, T, C)"),
-            ("Pooler\n& heads", "bert/pooler-and-heads.md", "(B, C)"),
-        ],
-    ),
-    (
-        "Part II: A Transformer from scratch",
-        [
-            ("Embeddings\n& positions", "transformer/embeddings.md", "(B, T, C)"),
-            ("Attention\n& masks", "transformer/attention.md", "(B, H, T, T)"),
-            ("Multi-head", "transformer/multi-head.md", "(B, T, C)"),
-            ("FFN &\nLayerNorm", "transformer/feed-forward.md", "(B, T, C)"),
-            ("Encoder &\ndecoder", "transformer/layers.md", "(B, T, C)"),
-            ("Full model", "transformer/model.md", "(B, T, V)"),
-            ("Training", "transformer/training.md", "loss"),
-        ],
-    ),
-    (
-        "Part III: GPT-2, from logits to text",
-        [
-            ("Byte-level\nBPE", "gpt2/tokenizer.md", "ids (1, T)"),
-            ("Training\na GPT-2", "gpt2/training.md", "weights"),
-            ("Forward\npass", "gpt2/forward.md", "logits (1, T, V)"),
-            ("Generation", "gpt2/generation.md", "next id"),
-            ("KV cache", "gpt2/kv-cache.md", "(1, H, T, D)"),
-            ("SmolLM2", "gpt2/smollm2.md", "text"),
-        ],
-    ),
-]
+# each chapter's box: a short name and what it hands on; the parts and their order
+# come from the nav of mkdocs.yml
+BOXES = {
+    "bert/tokenizer.md": ("Tokenizer", "ids (B, T)"),
+    "bert/model.md": ("Model &\nconfig", "BertModel"),
+    "bert/embeddings.md": ("Embeddings", "(B, T, C)"),
+    "bert/self-attention.md": ("Self-\nattention", "(B, H, T, T)"),
+    "bert/attention-output.md": ("Add & norm", "(B, T, C)"),
+    "bert/feed-forward.md": ("Feed-\nforward", "(B, T, C)"),
+    "bert/encoder.md": ("Encoder", "L × (B, T, C)"),
+    "bert/pooler-and-heads.md": ("Pooler\n& heads", "(B, C)"),
+    "training/masking.md": ("Masking\nrecipe", "ids, labels"),
+    "training/pretraining.md": ("Pretraining\nMLM & NSP", "weights"),
+    "training/mlm-head.md": ("MLM head", "(M, V)"),
+    "training/fine-tuning.md": ("Fine-\ntuning", "(B, 2)"),
+    "transformer/embeddings.md": ("Embeddings\n& positions", "(B, T, C)"),
+    "transformer/attention.md": ("Attention\n& masks", "(B, H, T, T)"),
+    "transformer/multi-head.md": ("Multi-head", "(B, T, C)"),
+    "transformer/feed-forward.md": ("FFN &\nLayerNorm", "(B, T, C)"),
+    "transformer/layers.md": ("Encoder &\ndecoder", "(B, T, C)"),
+    "transformer/model.md": ("Full model", "(B, T, V)"),
+    "transformer/training.md": ("Training", "loss"),
+    "gpt2/tokenizer.md": ("Byte-level\nBPE", "ids (1, T)"),
+    "gpt2/training.md": ("Training\na GPT-2", "weights"),
+    "gpt2/forward.md": ("Forward\npass", "logits (1, T, V)"),
+    "gpt2/generation.md": ("Generation", "next id"),
+    "gpt2/kv-cache.md": ("KV cache", "(1, H, T, D)"),
+    "gpt2/smollm2.md": ("SmolLM2", "text"),
+}
+COLOURS = ["#3f51b5", "#6a1b9a", "#00897b", "#e65100", "#546e7a", "#ad1457"]
 
 
-@cache
-def pages_in_nav() -> frozenset[str]:
-    from mkdocs.config import load_config
+def parts() -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Each part of the nav, in order: (title, [(box name, page, what it hands on)]).
 
-    found = set()
+    A part is a titled section of chapters; the labs are not a part.
+    """
+    rows = []
+    for title, pages in nav():
+        chapters = [page for _, page in pages if not page.startswith("labs/")]
+        if not title or not chapters:
+            continue
+        missing = [page for page in chapters if page not in BOXES]
+        if missing:
+            raise KeyError(
+                f"snippets/figures/tour.py: add {missing} to BOXES, so the tour shows it"
+            )
+        rows.append((title, [(BOXES[page][0], page, BOXES[page][1]) for page in chapters]))
+    return rows
 
-    def walk(node):
-        if isinstance(node, str):
-            found.add(node)
-        elif isinstance(node, dict):
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
 
-    walk(load_config(str(REPO_ROOT / "mkdocs.yml")).nav)
-    return frozenset(found)
-
-
-@figure("tour.svg", inputs=("mkdocs.yml",))
+@figure("tour.svg", inputs=(MKDOCS_YML,))
 def tour():
-    written = pages_in_nav()
-    columns = max(len(chapters) for _, chapters in TOUR)
+    tour = parts()
+    columns = max(len(chapters) for _, chapters in tour)
     box_w, box_h, gap, row_h = 1.05, 0.58, 0.16, 1.55
     width = columns * (box_w + gap) - gap + 0.1
-    height = row_h * (len(TOUR) - 1) + box_h + 1.8
+    height = row_h * (len(tour) - 1) + box_h + 1.8
     fig = plt.figure(figsize=(width, height))
     ax = fig.add_axes((0, 0, 1, 1))  # one data unit is one inch: text fits the boxes
-    colours = ["#3f51b5", "#00897b", "#e65100"]
-    for row, ((title, chapters), colour) in enumerate(zip(TOUR, colours, strict=True)):
-        y = row_h * (len(TOUR) - 1 - row)
+    for row, ((title, chapters), colour) in enumerate(zip(tour, COLOURS, strict=False)):
+        y = row_h * (len(tour) - 1 - row)
         ax.text(0, y + box_h + 0.22, title, fontsize=10, weight="bold",
                 color=colour)  # fmt: skip
-        for i, (name, page, hands_on) in enumerate(chapters):
+        for i, (name, _, hands_on) in enumerate(chapters):
             x = i * (box_w + gap)
-            done = page in written
             ax.add_patch(
                 FancyBboxPatch(
                     (x, y), box_w, box_h, boxstyle="round,pad=0.03",
-                    facecolor=colour if done else "white", edgecolor=colour,
-                    linestyle="-" if done else (0, (3, 2)), linewidth=1.3,
+                    facecolor=colour, edgecolor=colour, linewidth=1.3,
                 )
             )  # fmt: skip
-            ax.text(
-                x + box_w / 2, y + box_h / 2, name, ha="center", va="center", fontsize=8.5,
-                color="white" if done else colour,
-            )  # fmt: skip
+            ax.text(x + box_w / 2, y + box_h / 2, name, ha="center", va="center", fontsize=8.5,
+                    color="white")  # fmt: skip
             ax.text(x + box_w / 2, y - 0.12, hands_on, ha="center", va="top", fontsize=7.5,
                     color="#555555", family="monospace")  # fmt: skip
             if i:
@@ -107,8 +90,9 @@ def tour():
                                 "shrinkA": 0, "shrinkB": 0},
                 )  # fmt: skip
     ax.text(
-        0, -0.75, "solid: written and tested · dashed: planned\n"
-        "B batch · T tokens · C hidden size · H heads · D head size · V vocabulary · L layers",
+        0, -0.75,
+        "B batch · T tokens · C hidden size · H heads · D head size · V vocabulary · L layers\n"
+        "M masked tokens",
         fontsize=8, color="#555555", va="top",
     )  # fmt: skip
     ax.set_xlim(-0.05, width - 0.05)

@@ -4,19 +4,16 @@ Each is drawn from the modules in snippets/transformer.py, the code the chapters
 include, so a change there redraws them.
 """
 
-import hashlib
-import json
-import os
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from snippets.figures import REPO_ROOT, figure
+from snippets.book import REPO_ROOT, computed_once
+from snippets.figures import figure
 from snippets.transformer import sinusoidal_positional_encoding
 
 TRANSFORMER = "snippets/transformer.py"  # the code these figures draw from
-TRAINING = "snippets/training.py"
+TRAINING = "snippets/digit_reversal.py"
 D_MODEL = 512  # the paper's base size, as on the pages
 
 
@@ -171,32 +168,23 @@ def reversal_run() -> dict:
     """The training chapter's run, `train_reversal()`: its losses and held-out exact match.
 
     Training takes tens of seconds and the figure build runs often (the tests build
-    every figure several times), so the result is kept in the git-ignored .cache/,
-    under a hash of the code that produced it and of the torch version: a change to
-    the model or the training code trains again, anything else reads the file.
+    every figure several times), so it runs once per version of the model and
+    training code.
     """
-    digest = hashlib.sha256(torch.__version__.encode())
-    for path in (TRANSFORMER, TRAINING):
-        digest.update((REPO_ROOT / path).read_bytes())
-    cache = REPO_ROOT / ".cache" / f"training-reversal-{digest.hexdigest()[:16]}.json"
-    if cache.exists():
-        return json.loads(cache.read_text())
-    from snippets.training import exact_match, train_reversal
 
-    model, losses, (source, target) = train_reversal()
-    run = {"losses": losses, "exact_match": exact_match(model, source, target)}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    for stale in cache.parent.glob("training-reversal-*.json"):
-        stale.unlink(missing_ok=True)
-    partial = cache.with_suffix(f".{os.getpid()}.tmp")  # a reader never sees half a file
-    partial.write_text(json.dumps(run))
-    partial.replace(cache)
-    return run
+    def run():
+        from snippets.digit_reversal import exact_match, train_reversal
+
+        model, losses, (source, target) = train_reversal()
+        return {"losses": losses, "exact_match": exact_match(model, source, target)}
+
+    sources = [(REPO_ROOT / path).read_bytes() for path in (TRANSFORMER, TRAINING)]
+    return computed_once("training-reversal", sources, run)
 
 
 @figure("training-loss.svg", inputs=(TRANSFORMER, TRAINING))
 def training_loss():
-    from snippets.training import STEPS
+    from snippets.digit_reversal import STEPS
 
     run = reversal_run()
     losses = np.array(run["losses"])

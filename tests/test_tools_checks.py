@@ -1,12 +1,11 @@
 """Deliberately broken chapters: each mistake a contributor can make gets a message
-naming the file, the line and the cause. Plus the chapter scaffold."""
-
-import shutil
+naming the file, the line and the cause (tools/checks.py, tools/pages.py,
+tools/execute.py)."""
 
 import pytest
 
-from tests import docs_runner, page_checks
-from tests.scaffold import scaffold
+from tools import checks, pages
+from tools.execute import BlockFailure, run_page
 
 CASES = {
     "failing snippet": (
@@ -44,15 +43,16 @@ CASES = {
 
 def problems_of(page, docs):
     """Everything the checks say about one page, as a contributor would see it."""
-    parsed = docs_runner.parse(page)
+    parsed = pages.parse(page)
     problems = list(parsed.problems)
-    problems += page_checks.nav_problems(page, docs, nav={"bert/other.md"})
-    problems += page_checks.link_problems(page, docs)
-    problems += page_checks.image_problems(page, docs / "figures")
+    problems += checks.nav_problems(page, docs, nav={"bert/other.md"})
+    problems += checks.link_problems(page, docs)
+    problems += checks.image_problems(page, docs / "figures")
+    run = run_page(parsed)
     for block in parsed.blocks:
         try:
-            docs_runner.run(block, parsed)
-        except docs_runner.BlockFailure as failure:
+            run.check(block)
+        except BlockFailure as failure:
             problems.append(str(failure))
     return problems
 
@@ -65,30 +65,7 @@ def test_a_broken_chapter_gets_file_line_and_cause(tmp_path, monkeypatch, case):
     (docs / "bert" / "other.md").write_text("# Other\n\n## Padding to the longest sequence\n")
     page = docs / "bert" / "broken.md"
     page.write_text(markdown)
-    monkeypatch.setattr(docs_runner, "REPO_ROOT", tmp_path)  # paths shown as docs/...
+    monkeypatch.setattr(pages, "REPO_ROOT", tmp_path)  # paths shown as docs/...
     problems = problems_of(page, docs)
     assert any(expected in problem for problem in problems), "\n".join(problems)
     assert all("docs/bert/broken.md:" in p or "docs/bert/other.md" in p for p in problems)
-
-
-def test_the_scaffold_makes_a_page_that_passes_and_a_stub_that_fails(tmp_path):
-    shutil.copy(docs_runner.REPO_ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
-    (tmp_path / "tests").mkdir()
-    page, test = scaffold("bert/new-chapter", "A new chapter", root=tmp_path)
-
-    nav = (tmp_path / "mkdocs.yml").read_text().splitlines()
-    added = nav.index("      - A new chapter: bert/new-chapter.md")
-    assert ": bert/" in nav[added - 1]  # last in its part
-    assert ": bert/" not in nav[added + 1]
-
-    parsed = docs_runner.parse(page)
-    assert parsed.problems == []
-    for block in parsed.blocks:
-        docs_runner.run(block, parsed)
-
-    namespace = {}
-    exec(compile(test.read_text(), str(test), "exec"), namespace)
-    with pytest.raises(pytest.fail.Exception, match="not written yet"):
-        namespace["test_new_chapter_matches_the_reference_on_inputs_the_page_does_not_show"]()
-    with pytest.raises(SystemExit, match="exists already"):
-        scaffold("bert/new-chapter", "Again", root=tmp_path)

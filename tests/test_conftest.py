@@ -1,4 +1,4 @@
-"""The tests run offline: no host but this machine can be reached."""
+"""The test set-up (tests/conftest.py) runs offline: no host but this machine can be reached."""
 
 import socket
 

@@ -1,10 +1,11 @@
-"""Every figure is drawn by the build, the same bytes each time, and every one is shown."""
+"""Every figure is drawn by the build (snippets/figures/), the same bytes each time, and
+every one is shown; the tour is drawn from the nav."""
 
 import json
 
 from snippets import figures
-from tests import page_checks
-from tests.docs_runner import DOCS, display, pages
+from tools import checks
+from tools.pages import DOCS, display, pages
 
 
 def test_the_same_code_draws_the_same_bytes(tmp_path):
@@ -27,18 +28,24 @@ def test_only_changed_figures_are_redrawn(tmp_path):
     assert figures.build(tmp_path, force=True) == sorted(figures.REGISTRY)
 
 
-def test_every_image_a_page_shows_exists():
-    figures.build()
-    problems = [p for page in pages() for p in page_checks.image_problems(page, figures.OUT_DIR)]
-    assert not problems, "\n".join(problems)
-
-
 def test_every_figure_drawn_is_shown_on_a_page():
     figures.all_figures()
     shown = {
         (page.parent / target).resolve()
         for page in pages()
-        for _, target in page_checks.shown_images(page)
+        for _, target in checks.shown_images(page)
     }
     unshown = [name for name in figures.REGISTRY if figures.OUT_DIR / name not in shown]
     assert not unshown, f"figures no page under {display(DOCS)} shows: {unshown}"
+
+
+def test_the_tour_shows_every_part_of_the_nav_and_every_chapter_in_it():
+    from snippets.book import nav
+    from snippets.figures.tour import parts
+
+    drawn = {title: [page for _, page, _ in chapters] for title, chapters in parts()}
+    for title, entries in nav():
+        chapters = [page for _, page in entries if not page.startswith("labs/")]
+        if title and chapters:
+            assert drawn.pop(title) == chapters, title
+    assert not drawn, f"parts the nav does not have: {list(drawn)}"

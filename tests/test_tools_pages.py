@@ -1,23 +1,41 @@
-"""The docs runner tells a contributor what is wrong: file, line and cause."""
+"""Reading a page (tools/pages.py) and running it (tools/execute.py) tell a contributor
+what is wrong: file, line and cause. And the fences are read as pytest-codeblocks reads
+them, on every page of the book."""
 
+import io
+import re
 import textwrap
 
 import pytest
+from pytest_codeblocks.main import extract_from_buffer
 
-from tests import docs_runner
+from tools.execute import BlockFailure, BlockSkipped, run_page
+from tools.pages import pages, parse, read_fences
 
 
-def page_from(tmp_path, markdown):
-    path = tmp_path / "chapter.md"
+def page_from(tmp_path, markdown, name="chapter.md"):
+    path = tmp_path / name
     path.write_text(textwrap.dedent(markdown).lstrip())
-    return docs_runner.parse(path)
+    return parse(path)
 
 
 def run_all(page):
-    outputs = []
-    for block in page.blocks:
-        outputs.append(docs_runner.run(block, page))
-    return outputs
+    run = run_page(page)
+    return [run.check(block) for block in page.blocks]
+
+
+@pytest.mark.parametrize("path", pages(), ids=lambda p: p.name)
+def test_fences_are_read_as_pytest_codeblocks_reads_them(path):
+    text = path.read_text(encoding="utf-8")
+    # pytest-codeblocks glues a block after a cont marker onto the one before; here each
+    # block is its own test, so compare with the markers blanked, as lines
+    cont = re.compile(r"^\s*<!--[-\s]*pytest-codeblocks:\s*cont[-\s]*-->\s*$")
+    blanked = "".join("\n" if cont.match(line) else line for line in text.splitlines(True))
+    theirs = extract_from_buffer(io.StringIO(blanked))
+    ours = read_fences(text)
+    assert [(f.lineno, f.syntax, f.code, f.expected_output, f.marks) for f in ours] == [
+        (b.lineno, b.syntax, b.code, b.expected_output, b.marks) for b in theirs
+    ]
 
 
 @pytest.mark.parametrize("info", ["py", 'python title="x.py"', 'python linenums="1"', "pycon"])
@@ -53,8 +71,8 @@ def test_a_skip_needs_a_reason(tmp_path):
     [problem] = page.problems
     assert "chapter.md:2:" in problem and "gives no reason" in problem
     assert page.blocks[0].skip_reason  # still skipped, never run
-    with pytest.raises(pytest.skip.Exception):
-        docs_runner.run(page.blocks[0], page)
+    with pytest.raises(BlockSkipped):
+        run_page(page).check(page.blocks[0])
 
 
 def test_a_failing_block_names_page_line_exception_and_traceback(tmp_path):
@@ -74,9 +92,10 @@ def test_a_failing_block_names_page_line_exception_and_traceback(tmp_path):
         """,
     )
     assert page.problems == []
-    docs_runner.run(page.blocks[0], page)
-    with pytest.raises(docs_runner.BlockFailure) as failure:
-        docs_runner.run(page.blocks[1], page)
+    run = run_page(page)
+    run.check(page.blocks[0])
+    with pytest.raises(BlockFailure) as failure:
+        run.check(page.blocks[1])
     message = str(failure.value)
     assert message.splitlines()[0].endswith("chapter.md:9: ZeroDivisionError: division by zero")
     assert "chapter.md:7)" in message.splitlines()[1]
@@ -99,7 +118,7 @@ def test_an_output_that_differs_from_the_page_is_shown_as_a_diff(tmp_path):
         ```
         """,
     )
-    with pytest.raises(docs_runner.BlockFailure) as failure:
+    with pytest.raises(BlockFailure) as failure:
         run_all(page)
     message = str(failure.value)
     assert "chapter.md:1: the block's output differs" in message
@@ -108,7 +127,7 @@ def test_an_output_that_differs_from_the_page_is_shown_as_a_diff(tmp_path):
 
 def test_output_the_page_does_not_show_fails(tmp_path):
     page = page_from(tmp_path, "```python\nprint('hidden')\n```\n")
-    with pytest.raises(docs_runner.BlockFailure, match="prints output that the page does not"):
+    with pytest.raises(BlockFailure, match="prints output that the page does not"):
         run_all(page)
 
 
@@ -118,10 +137,11 @@ def test_later_blocks_are_skipped_after_a_failure(tmp_path):
         "```python\nraise ValueError('x')\n```\n\n<!--pytest-codeblocks:cont-->\n"
         "```python\nprint(1)\n```\n",
     )
-    with pytest.raises(docs_runner.BlockFailure):
-        docs_runner.run(page.blocks[0], page)
-    with pytest.raises(pytest.skip.Exception, match="an earlier block of this page failed"):
-        docs_runner.run(page.blocks[1], page)
+    run = run_page(page)
+    with pytest.raises(BlockFailure):
+        run.check(page.blocks[0])
+    with pytest.raises(BlockSkipped, match="an earlier block of this page failed"):
+        run.check(page.blocks[1])
 
 
 def test_includes_are_expanded_and_tracebacks_point_into_snippets(tmp_path):
@@ -138,8 +158,8 @@ def test_includes_are_expanded_and_tracebacks_point_into_snippets(tmp_path):
     )
     block = page.blocks[0]
     assert "def wordpiece(" in block.code and "--8<--" not in block.code
-    with pytest.raises(docs_runner.BlockFailure) as failure:
-        docs_runner.run(block, page)
+    with pytest.raises(BlockFailure) as failure:
+        run_page(page).check(block)
     message = str(failure.value)
     assert message.splitlines()[0].endswith(
         "chapter.md:5: TypeError: object of type 'NoneType' has no len()"
@@ -154,8 +174,9 @@ def test_a_missing_include_is_reported(tmp_path):
     assert "chapter.md:2:" in problem and "no_such_module.py" in problem
 
 
-def test_torch_settings_a_page_changes_stay_in_that_page(tmp_path):
-    page = page_from(
+def test_what_a_page_changes_stays_in_that_page(tmp_path):
+    """Each page runs in a kernel of its own: settings and names do not leak to the next."""
+    first = page_from(
         tmp_path,
         """
         ```python
@@ -163,19 +184,30 @@ def test_torch_settings_a_page_changes_stay_in_that_page(tmp_path):
 
         torch.set_grad_enabled(False)
         torch.set_default_dtype(torch.float64)
-        ```
-
-        <!--pytest-codeblocks:cont-->
-        ```python
-        assert not torch.is_grad_enabled() and torch.get_default_dtype() == torch.float64
+        leaked = 1
         ```
         """,
+        name="first.md",
     )
-    import torch
+    second = page_from(
+        tmp_path,
+        """
+        ```python
+        import torch
 
-    for block in page.blocks:
-        docs_runner.run(block, page)
         assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
+        assert "leaked" not in globals()
+        ```
+        """,
+        name="second.md",
+    )
+    run_all(first)
+    run_all(second)
+
+
+def test_a_page_runs_in_an_empty_scratch_folder(tmp_path):
+    page = page_from(tmp_path, "```python\nimport os\n\nassert os.listdir() == []\n```\n")
+    run_all(page)
 
 
 def test_a_code_line_too_wide_for_the_page_is_reported(tmp_path):

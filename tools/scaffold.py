@@ -1,10 +1,12 @@
 """Scaffold a new chapter: the page, its nav entry and a test stub.
 
     make chapter PAGE=bert/my-chapter TITLE="My chapter"
-    python -m tests.scaffold bert/my-chapter "My chapter"
+    python -m tools.scaffold bert/my-chapter "My chapter"
 
-The page starts from tests/chapter_template.md and passes the checks as it is;
-the test stub fails until its parity test is written.
+The page starts from tools/chapter_template.md and passes the checks as it is;
+the test stub, tests/test_bert_my_chapter.py, fails until its parity test is
+written. Test files are named after the page they check, part first
+(`page_test_file`), so pages of the same name in two parts never clash.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import argparse
 import re
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from snippets.book import REPO_ROOT
+
 TEMPLATE = Path(__file__).with_name("chapter_template.md")
 
 TEST_STUB = '''"""Parity tests for docs/{page}: its hand-written code against the library."""
@@ -21,7 +24,7 @@ TEST_STUB = '''"""Parity tests for docs/{page}: its hand-written code against th
 import pytest
 
 
-def test_{name}_matches_the_reference_on_inputs_the_page_does_not_show():
+def test_{function}_matches_the_reference_on_inputs_the_page_does_not_show():
     pytest.fail(
         "not written yet: check docs/{page} against its reference on inputs the page "
         "does not show (padding, sentence pairs, long sequences, full-size configs)"
@@ -29,12 +32,18 @@ def test_{name}_matches_the_reference_on_inputs_the_page_does_not_show():
 '''
 
 
+def page_test_file(page: str) -> Path:
+    """A page's test file: bert/self-attention.md -> tests/test_bert_self_attention.py."""
+    name = page.removesuffix(".md").replace("/", "_").replace("-", "_")
+    return Path("tests") / f"test_{name}.py"
+
+
 def scaffold(page: str, title: str, root: Path = REPO_ROOT) -> list[Path]:
-    """Create docs/<page>.md, its nav entry and tests/test_<name>.py; return the new files."""
+    """Create docs/<page>.md, its nav entry and its test stub; return the new files."""
     folder, _, stem = page.removesuffix(".md").rpartition("/")
     page = f"{folder}/{stem}.md"
     doc = root / "docs" / page
-    test = root / "tests" / f"test_{stem.replace('-', '_')}.py"
+    test = root / page_test_file(page)
     for path in (doc, test):
         if path.exists():
             raise SystemExit(f"{path.relative_to(root)} exists already")
@@ -53,13 +62,13 @@ def scaffold(page: str, title: str, root: Path = REPO_ROOT) -> list[Path]:
 
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(TEMPLATE.read_text().replace("{title}", title))
-    test.write_text(TEST_STUB.format(page=page, name=stem.replace("-", "_")))
+    test.write_text(TEST_STUB.format(page=page, function=stem.replace("-", "_")))
     config.write_text("".join(lines))
     return [doc, test]
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m tests.scaffold", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.scaffold", description=__doc__)
     parser.add_argument("page", help="the page under docs/, e.g. bert/my-chapter")
     parser.add_argument("title", help="the chapter's title, as in the nav")
     args = parser.parse_args()

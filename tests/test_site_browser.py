@@ -12,7 +12,6 @@ import functools
 import gzip
 import http.server
 import io
-import json
 import os
 import shutil
 import threading
@@ -22,8 +21,8 @@ from urllib.parse import urlparse
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.docs_runner import DOCS, REPO_ROOT, display, pages
-from tests.notebooks import LABS
+from snippets.book import REPO_ROOT, read_json, write_json
+from tools.pages import LABS, display, pages, site_path
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
@@ -42,12 +41,6 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def site_url_path(page: Path) -> str:
-    """docs/bert/tokenizer.md -> bert/tokenizer/ (MkDocs' directory URLs); labs likewise."""
-    relative = page.relative_to(DOCS).with_suffix("")
-    return "" if relative.name == "index" else f"{relative.as_posix()}/"
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +111,7 @@ def _check_host(url, server, problems):
 @pytest.mark.parametrize("source", pages() + sorted(LABS.glob("*.py")), ids=display)
 def test_page_works_in_a_browser(tab, server, built_site, source):
     where = display(source)
-    tab.goto(server + site_url_path(source), wait_until="networkidle")
+    tab.goto(server + site_path(source), wait_until="networkidle")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=SCREENSHOTS / f"{where.replace('/', '_')}.png", full_page=True)
     assert not tab.problems, f"{where}: " + "; ".join(tab.problems)
@@ -155,9 +148,9 @@ def test_page_works_in_a_browser(tab, server, built_site, source):
 def _check_budget(where, transferred, site):
     total = sum(s["responseBodySize"] + s["responseHeadersSize"] for s in transferred.values())
     uncompressed = sum(_served_file(url, site).stat().st_size for url in transferred)
-    sizes = json.loads(PAGE_SIZES.read_text()) if PAGE_SIZES.exists() else {}
+    sizes = read_json(PAGE_SIZES)
     sizes[where] = {"transferred": total, "uncompressed": uncompressed}
-    PAGE_SIZES.write_text(json.dumps(sizes, indent=1, sort_keys=True) + "\n")
+    write_json(PAGE_SIZES, sizes)
     heaviest = sorted(transferred, key=lambda u: -transferred[u]["responseBodySize"])[:3]
     assert total <= BUDGET, f"{where}: transfers {total:,} bytes (budget {BUDGET:,}): {heaviest}"
 

@@ -1,0 +1,133 @@
+"""Where the book's files are, and the two ways they are written.
+
+Every other module finds the repository, its cache and its nav through here; no
+other module works out a path from its own location.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOCS = REPO_ROOT / "docs"
+CACHE = REPO_ROOT / ".cache"  # git-ignored: the project's Hugging Face cache, timings, runs
+MKDOCS_YML = REPO_ROOT / "mkdocs.yml"
+
+
+def read_json(path: Path) -> dict:
+    """The JSON object in `path`, or {} when there is no such file yet."""
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write `data` whole or not at all, in a stable order (same data, same bytes)."""
+    write_atomically(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    with replaced_whole(path, "w") as file:
+        file.write(text)
+
+
+@contextlib.contextmanager
+def replaced_whole(path: Path, mode: str = "wb"):
+    """A file to write `path` with: it replaces `path` only once written without error,
+    so a reader, or an interrupted run, never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(mode, dir=path.parent, delete=False) as file:
+        try:
+            yield file
+        except BaseException:
+            file.close()
+            os.unlink(file.name)
+            raise
+    os.replace(file.name, path)
+
+
+@contextlib.contextmanager
+def staged_folder(target: Path):
+    """Fill a temporary folder beside `target`, then rename it into place.
+
+    Used as `with staged_folder(target) as staging: ...write into staging...`. The
+    rename happens only if the block finishes: an interrupted or failed run leaves
+    no half-written `target`, and an earlier `target` is replaced whole.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=target.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; what it holds is for everyone to read
+    try:
+        yield staging
+        if target.exists():
+            shutil.rmtree(target)
+        os.rename(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def nav(config_file: Path = MKDOCS_YML) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The site's nav as (section title, [(page title, page path under docs/)]).
+
+    Pages at the top level of the nav form a section titled "".
+    """
+    return _nav(config_file)
+
+
+@functools.cache
+def _nav(config_file: Path):
+    from mkdocs.config import load_config
+
+    sections: list[tuple[str, list[tuple[str, str]]]] = []
+
+    def walk(node, section):
+        if isinstance(node, str):
+            section.append(("", node))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, section)
+        elif isinstance(node, dict):
+            for title, value in node.items():
+                if isinstance(value, str):
+                    section.append((title, value))
+                else:
+                    pages: list[tuple[str, str]] = []
+                    sections.append((title, pages))
+                    walk(value, pages)
+
+    top: list[tuple[str, str]] = []
+    walk(load_config(str(config_file)).nav, top)
+    return [("", top), *sections] if top else sections
+
+
+def nav_pages(config_file: Path = MKDOCS_YML) -> frozenset[str]:
+    """Every page the nav lists, as a path under docs/."""
+    return frozenset(page for _, pages in nav(config_file) for _, page in pages)
+
+
+def computed_once(name: str, sources: list[bytes], compute) -> dict:
+    """`compute()`'s JSON result, kept in .cache/<name>-<digest>.json.
+
+    The digest covers torch's version and `sources` (the code that computes it): a
+    change to them computes again, anything else reads the file. Used for the
+    measurements and runs that figures draw, which take tens of seconds and vary
+    from run to run; the same file gives the same figure.
+    """
+    import torch
+
+    digest = hashlib.sha256(torch.__version__.encode())
+    for source in sources:
+        digest.update(source)
+    cache = CACHE / f"{name}-{digest.hexdigest()[:16]}.json"
+    if cache.exists():
+        return read_json(cache)
+    result = compute()
+    for stale in CACHE.glob(f"{name}-*.json"):
+        stale.unlink(missing_ok=True)
+    write_json(cache, result)
+    return result
