@@ -2,7 +2,7 @@
 
 No submodule of the model is called; every step reads weights and does the
 arithmetic itself. The chapters of Part I (docs/bert/) include this file section
-by section, and tests/test_bert_by_hand.py proves `forward` equal to
+by section, and tests/test_snippets_bert_by_hand.py proves `forward` equal to
 transformers' BertModel, eager attention, on inputs the chapters do not show.
 
 Shapes: B batch, T tokens, C hidden size, H heads, D = C / H head size,

@@ -2,7 +2,7 @@
 
 docs/transformer/training.md includes these sections after the model's; the loss
 curve on that page is drawn by snippets/figures/transformer.py from the same
-`train_reversal`, and tests/test_training.py runs it short.
+`train_reversal`, and tests/test_transformer_training.py runs it short.
 """
 
 import torch

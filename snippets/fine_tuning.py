@@ -2,7 +2,7 @@
 
 docs/training/fine-tuning.md includes the sections marked below and runs them; the
 figure build runs the same `fine_tuning_run` (its result cached in .cache/ under a
-hash of this file), and tests/test_fine_tuning.py checks the pieces on small inputs.
+hash of this file), and tests/test_training_fine_tuning.py checks the pieces on small inputs.
 """
 
 from __future__ import annotations

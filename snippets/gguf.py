@@ -2,8 +2,8 @@
 
 transformers dequantises a GGUF file every time it loads one (about 25 s for
 SmolLM2-135M on a laptop CPU). Saved once as float32 safetensors, the same
-model loads in about a second, with exactly the same logits (tests/test_models.py).
-Included by docs/gpt2/smollm2.md; snippets.models uses it at set-up.
+model loads in about a second, with exactly the same logits (tests/test_snippets_hub.py).
+Included by docs/gpt2/smollm2.md; snippets.hub uses it at set-up.
 """
 
 # --8<-- [start:dequantize_once]

@@ -4,7 +4,7 @@ No submodule of the model is called. `forward` takes an optional cache of every
 layer's keys and values and returns the updated cache, so that feeding tokens one
 at a time gives the logits of the full forward pass. docs/gpt2/forward.md and
 docs/gpt2/kv-cache.md include this file section by section;
-tests/test_gpt2_by_hand.py proves it equal to transformers' GPT2LMHeadModel.
+tests/test_snippets_gpt2_by_hand.py proves it equal to transformers' GPT2LMHeadModel.
 
 Shapes: B batch, T new tokens, P cached tokens, S = P + T keys, C hidden size,
 H heads, D = C / H head size, V vocabulary size, L layers.

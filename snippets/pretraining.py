@@ -20,7 +20,7 @@ to the same result. At the end it writes the checkpoint the book ships to
 and a copy of the held-out play.
 
 docs/training/masking.md, pretraining.md and mlm-head.md include the sections
-marked below; tests/test_pretraining.py runs the whole script on a tiny config.
+marked below; tests/test_training_pretraining.py runs the whole script on a tiny config.
 """
 
 from __future__ import annotations

@@ -129,7 +129,8 @@ class Run:
         scores = evaluate()
         model.train()
         self.metrics["held_out"].append({"step": step, **scores})
-        shown = "  ".join(f"{name} {value:.4f}" for name, value in scores.items())
+        shown = "  ".join(f"{name} {value:.4f}" if isinstance(value, float) else f"{name} {value}"
+                          for name, value in scores.items())  # fmt: skip
         print(f"step {step:>5}  held-out {shown}", flush=True)
 
     def clock(self) -> float:

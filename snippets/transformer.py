@@ -1,7 +1,7 @@
 """A Transformer from scratch: the encoder–decoder of "Attention Is All You Need".
 
 Part II of the book includes these sections one by one (docs/transformer/), and
-tests/test_transformer.py proves each module equal to its torch.nn counterpart.
+tests/test_snippets_transformer.py proves each module equal to its torch.nn counterpart.
 
 Shapes, everywhere: B batch, T query (target) positions, S key (source) positions,
 C = d_model, H heads, D = C // H head size, V vocabulary. In self-attention S = T.

@@ -1,7 +1,7 @@
 """WordPiece by hand: how BERT's tokenizer splits a word into vocabulary pieces.
 
 The normalizer and pre-tokenizer are the library's own; the splitting is ours,
-and tests/test_wordpiece.py proves it equal to the library's on text the
+and tests/test_bert_tokenizer.py proves it equal to the library's on text the
 chapter does not show.
 """
 

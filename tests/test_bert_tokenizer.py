@@ -1,14 +1,16 @@
-"""The tokenizer chapter's claims, on inputs the page does not show."""
+"""docs/bert/tokenizer.md's claims, on inputs the page does not show, against MiniLM's
+tokenizer in transformers: its WordPiece by hand (snippets/wordpiece.py) gives the
+library's tokens on random text and on every word of the book, and the library pads to
+the longest sequence of the batch (the page's warning box), builds pairs as
+[CLS] A [SEP] B [SEP] with their token types, and maps offsets to the original text."""
 
 import random
 import re
 
 import pytest
-from transformers import AutoTokenizer
 
-from snippets.models import MINILM
+from snippets.book import REPO_ROOT
 from snippets.wordpiece import tokenize_by_hand, wordpiece
-from tests.docs_runner import REPO_ROOT
 
 ALPHABET = (
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -19,11 +21,6 @@ ALPHABET = (
     ".,;:!?'\"()[]{}-–—/\\@#$%^&*_+=<>|~`"  # punctuation is split off
     "     \t\n"
 )
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return AutoTokenizer.from_pretrained(MINILM.repo_id)
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +59,9 @@ def test_words_longer_than_the_limit_are_unknown(tokenizer, vocab):
 
 
 @pytest.mark.parametrize("lengths", [(1, 1), (3, 40, 7), (200, 2), (5,)])
-def test_padding_true_pads_to_the_longest_in_the_batch(tokenizer, lengths):
-    """Seed error 15: BERT's tokenizer does not pad to a fixed length."""
+def test_warning_padding_true_pads_to_the_longest_in_the_batch(tokenizer, lengths):
+    """docs/bert/tokenizer.md, warning "`padding=True` pads to the longest sequence in the
+    batch, not to a fixed length": BERT's tokenizer does not pad to a fixed length."""
     texts = [" ".join(["word"] * n) for n in lengths]
     batch = tokenizer(texts, padding=True, return_tensors="pt")
     longest = max(lengths) + 2  # [CLS] and [SEP]

@@ -1,4 +1,6 @@
-"""The generation loop by hand picks the tokens `model.generate` picks, setting by setting.
+"""docs/gpt2/generation.md's generation loop by hand (snippets/decoding.py) picks the
+tokens `model.generate` picks, setting by setting, and the page's three warning boxes
+hold against transformers.
 
 Each processor is compared with its transformers counterpart on random scores,
 then `generate` with `model.generate` on the shipped GPT-2, greedy and sampled
@@ -25,7 +27,7 @@ from snippets.decoding import (
     keep_top_p,
     penalize_repetition,
 )
-from snippets.models import GPT2_SHAKESPEARE
+from snippets.hub import GPT2_SHAKESPEARE
 
 PROMPTS = ["PROSPERO.\n", "To be, or not to be", "O, wonder!"]
 
@@ -93,6 +95,9 @@ def test_top_k_equals_the_library(k):
 
 @pytest.mark.parametrize("penalty", [0.7, 1.2, 2.0])
 def test_repetition_penalty_equals_the_library(penalty):
+    """docs/gpt2/generation.md, warning "Dividing a negative score makes the token more
+    likely": the penalty equals transformers', and one above 1 lowers the score of every
+    seen token, whatever its sign."""
     scores = random_scores(7)
     generated = torch.tensor([[3, 17, 3, 400, 0, 17]])  # repeats count once
     theirs = RepetitionPenaltyLogitsProcessor(penalty)(generated, scores.clone())
@@ -164,7 +169,8 @@ def test_eos_stops_both_loops_at_the_same_token(model, tokenizer, seed):
 
 
 def test_max_length_counts_the_prompt_max_new_tokens_does_not(model, tokenizer):
-    """Seed 003 asks for max_length=100: that is 100 tokens in all, the prompt included."""
+    """docs/gpt2/generation.md, warning "`max_length` counts the prompt; unset `top_k` is not
+    0": a tutorial's max_length=100 is 100 tokens in all, the prompt included."""
     ids = tokenizer("To be, or not to be, that is the question:", return_tensors="pt")["input_ids"]
     assert ids.shape[1] > 10
     by_length = model.generate(ids, max_length=20, do_sample=False, pad_token_id=0)
@@ -176,7 +182,8 @@ def test_max_length_counts_the_prompt_max_new_tokens_does_not(model, tokenizer):
 
 
 def test_no_repeat_ngram_size_2_forbids_every_repeated_pair(model, tokenizer):
-    """Seed 003 generates with no_repeat_ngram_size=2: no pair of tokens may ever come twice."""
+    """docs/gpt2/generation.md, warning "`no_repeat_ngram_size=2` forbids every repeated pair
+    of tokens": with it, no pair of tokens may ever come twice."""
     ids = tokenizer("PROSPERO.\n", return_tensors="pt")["input_ids"]
     plain = generate(model, ids, max_new_tokens=80)[0].tolist()
     banned = generate(model, ids, max_new_tokens=80, no_repeat_ngram_size=2)[0].tolist()
@@ -186,7 +193,8 @@ def test_no_repeat_ngram_size_2_forbids_every_repeated_pair(model, tokenizer):
 
 
 def test_model_generate_samples_from_the_top_50_unless_told(model, tokenizer):
-    """An unset top_k is not 0 in model.generate: it falls back to 50."""
+    """docs/gpt2/generation.md, warning "`max_length` counts the prompt; unset `top_k` is not
+    0": an unset top_k is not 0 in model.generate: it falls back to 50."""
     ids = tokenizer("O, wonder!", return_tensors="pt")["input_ids"]
     for seed in range(3):
         torch.manual_seed(seed)

@@ -1,7 +1,8 @@
-"""SmolLM2 by hand: RMSNorm, RoPE, SwiGLU and grouped-query attention equal the library.
-
-On the converted copy of the GGUF (snippets.models.smollm2_dir(), which gives the
-GGUF's logits exactly: tests/test_models.py), with inputs the chapter does not show.
+"""docs/gpt2/smollm2.md's SmolLM2 by hand (snippets/llama_by_hand.py): RMSNorm, RoPE,
+SwiGLU, grouped-query attention, the whole forward pass and generation equal
+transformers' own, on the converted copy of the GGUF (snippets.hub.smollm2_dir(), which
+gives the GGUF's logits exactly: tests/test_snippets_hub.py), with inputs the chapter
+does not show.
 """
 
 import pytest
@@ -9,6 +10,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from snippets.decoding import generate
+from snippets.hub import smollm2_dir
 from snippets.llama_by_hand import (
     grouped_query_attention,
     llama_forward,
@@ -17,7 +19,6 @@ from snippets.llama_by_hand import (
     rotate,
     swiglu,
 )
-from snippets.models import smollm2_dir
 
 
 @pytest.fixture(scope="module")

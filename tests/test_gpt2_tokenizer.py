@@ -1,4 +1,7 @@
-"""Byte-level BPE: lossless on any Unicode, and equal to our merges applied by hand."""
+"""docs/gpt2/tokenizer.md's byte-level BPE, on inputs the page does not show, against the
+shipped GPT-2's tokenizer in transformers: lossless on any Unicode, equal to our merges
+applied by hand (snippets/byte_bpe.py), with every byte a token, a vocabulary the
+held-out play did not shape, and what WordPiece loses kept."""
 
 import json
 import random
@@ -8,7 +11,7 @@ from tokenizers import pre_tokenizers
 from transformers import AutoTokenizer
 
 from snippets.byte_bpe import bpe, byte_symbols, tokenize_by_hand
-from snippets.models import GPT2_SHAKESPEARE, MINILM
+from snippets.hub import GPT2_SHAKESPEARE, MINILM
 
 ALPHABET = (
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"

@@ -1,8 +1,9 @@
-"""Part I's forward pass by hand (snippets/bert_by_hand.py) against transformers' BertModel.
-
-Every input here is one no page of docs/bert/ shows. The models: MiniLM's real
-weights, and bert-base's full size (BertConfig() defaults) with random weights
-drawn from a fixed seed, both with eager attention.
+"""Part I's forward pass by hand (snippets/bert_by_hand.py), which every page of
+docs/bert/ builds on, against transformers' BertModel, on inputs no page shows: MiniLM's
+real weights, bert-base's full size (BertConfig() defaults) with random weights drawn
+from a fixed seed, and small models of other configs, all with eager attention. What a
+single page teaches, its warning boxes included, is pinned in that page's own file,
+tests/test_bert_<page>.py.
 
 Tolerances, float32, each measured (maxima over the inputs of these tests):
 
@@ -23,24 +24,14 @@ Tolerances, float32, each measured (maxima over the inputs of these tests):
 """
 
 import copy
-import inspect
-import math
 
 import pytest
 import torch
-from transformers import (
-    AutoModel,
-    AutoModelForSequenceClassification,
-    AutoTokenizer,
-    BertConfig,
-    BertForPreTraining,
-    BertModel,
-)
+from transformers import BertConfig, BertModel
 
 from snippets import bert_by_hand as bh
-from snippets.bert_parameters import parameters_by_formula, parameters_by_module
-from snippets.figures.bert import record_calls
-from snippets.models import MINILM
+
+pytestmark = pytest.mark.usefixtures("no_grad")
 
 ATOL = 1e-5
 LONG_ATOL = 2e-5
@@ -61,22 +52,6 @@ LONG_TEXTS = [
     "Now is the winter of our discontent made glorious summer by this sun of York. " * 40,
     "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer. " * 40,
 ]
-
-
-@pytest.fixture(autouse=True)
-def _no_grad():
-    with torch.no_grad():
-        yield
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return AutoTokenizer.from_pretrained(MINILM.repo_id)
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    return AutoModel.from_pretrained(MINILM.repo_id, attn_implementation="eager")
 
 
 @pytest.fixture(scope="module")
@@ -278,229 +253,3 @@ def test_refuses_what_it_does_not_reproduce(minilm, tokenizer):
                                    intermediate_size=64, is_decoder=True)).eval()  # fmt: skip
     with pytest.raises(ValueError, match="causal"):
         bh.forward(decoder, ids)
-
-
-# ------------------------------------------------------------------ the seed tutorials' errors
-
-
-def test_the_feed_forward_reads_the_attention_output(minilm, tokenizer):
-    """Seed error 1: the FFN takes the attention block's output (after the projection,
-    the residual and LayerNorm), not the output of attention.self."""
-    batch = tokenizer(BATCH, padding=True, return_tensors="pt")
-    library = minilm(**batch, output_hidden_states=True)
-    mask = bh.padding_mask(batch["attention_mask"], torch.float32)
-    real = batch["attention_mask"].bool()
-    H = minilm.config.num_attention_heads
-    for i, layer in enumerate(minilm.encoder.layer):
-        x = library.hidden_states[i]
-        context, _ = bh.self_attention(layer.attention.self, x, mask, H)
-        h = bh.attention_output(layer.attention.output, context, x)
-        target = library.hidden_states[i + 1][real]
-        assert torch.allclose(bh.feed_forward(layer, h)[real], target, atol=ATOL)
-        assert (bh.feed_forward(layer, context)[real] - target).abs().max() > 1.0
-
-
-def test_version_5_removed_the_apis_old_tutorials_use(minilm, tokenizer):
-    """Seed error 2: no get_extended_attention_mask, no head_mask, no
-    find_pruneable_heads_and_indices, and a layer returns a tensor, not a tuple."""
-    import transformers.pytorch_utils
-
-    x = minilm(**tokenizer(BATCH, padding=True, return_tensors="pt"), output_hidden_states=True)
-    returned = minilm.encoder.layer[0](x.hidden_states[0])
-    assert isinstance(returned, torch.Tensor)
-    assert returned[0].shape == x.hidden_states[0].shape[1:]  # [0] is the first sequence
-    assert not hasattr(minilm, "get_extended_attention_mask")
-    assert "head_mask" not in inspect.signature(minilm.forward).parameters
-    assert "head_mask" not in inspect.signature(minilm.encoder.layer[0].forward).parameters
-    assert not hasattr(transformers.pytorch_utils, "find_pruneable_heads_and_indices")
-
-
-def test_the_pooler_is_dense_and_tanh_on_cls(minilm, tokenizer):
-    """Seed error 4: the pooler has no attention; it reads the [CLS] vector only."""
-    batch = tokenizer(*PAIRS, padding=True, return_tensors="pt")
-    last = minilm(**batch).last_hidden_state
-    assert sorted(name for name, _ in minilm.pooler.named_parameters()) == [
-        "dense.bias",
-        "dense.weight",
-    ]
-    torch.manual_seed(3)
-    noisy = last.clone()
-    noisy[:, 1:] = 10 * torch.randn_like(noisy[:, 1:])
-    assert torch.equal(minilm.pooler(noisy), minilm.pooler(last))
-    assert torch.equal(bh.pool(minilm.pooler, noisy), bh.pool(minilm.pooler, last))
-    expected = torch.tanh(last[:, 0] @ minilm.pooler.dense.weight.T + minilm.pooler.dense.bias)
-    assert torch.allclose(minilm.pooler(last), expected, atol=ATOL)
-
-
-def test_hidden_states_0_already_holds_positions_and_token_types(minilm, tokenizer):
-    """Seed error 5: adding the position and segment embeddings to hidden_states[0]
-    counts them twice."""
-    batch = tokenizer(*PAIRS, padding=True, return_tensors="pt")
-    first = minilm(**batch, output_hidden_states=True).hidden_states[0]
-    by_hand = bh.embed(minilm.embeddings, batch["input_ids"], batch["token_type_ids"])
-    assert torch.allclose(by_hand, first, atol=ATOL)
-    tables = minilm.embeddings
-    T = batch["input_ids"].shape[1]
-    twice = (first + tables.position_embeddings.weight[:T]
-             + tables.token_type_embeddings.weight[batch["token_type_ids"]])  # fmt: skip
-    assert (twice - first).abs().max() > 0.5
-
-
-def test_layer_i_scales_by_the_head_size_with_its_own_weights(minilm, tokenizer):
-    """Seed error 6: layer 1's attention is model.encoder.layer[1] on hidden_states[1],
-    scaled by √D; not √C, and not fresh random Q/K/V on the last hidden state."""
-    batch = tokenizer(SENTENCE, return_tensors="pt")
-    library = minilm(**batch, output_hidden_states=True, output_attentions=True)
-    attention = minilm.encoder.layer[1].attention.self
-    H, C = minilm.config.num_attention_heads, minilm.config.hidden_size
-    x = library.hidden_states[1]
-    q, k = (bh.split_heads(bh.linear(x, m), H) for m in (attention.query, attention.key))
-    for scale, is_bert in [(math.sqrt(C // H), True), (math.sqrt(C), False)]:
-        probabilities = torch.softmax(q @ k.transpose(-2, -1) / scale, dim=-1)
-        assert torch.allclose(probabilities, library.attentions[1], atol=ATOL) is is_bert
-    torch.manual_seed(4)
-    fresh = torch.nn.Linear(C, C), torch.nn.Linear(C, C)
-    last = library.last_hidden_state
-    q, k = (bh.split_heads(bh.linear(last, m), H) for m in fresh)
-    random_probabilities = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(C // H), dim=-1)
-    assert not torch.allclose(random_probabilities, library.attentions[1], atol=1e-2)
-
-
-def test_hidden_states_i_is_the_output_of_layer_i_minus_1(minilm, tokenizer):
-    """Seed error 7: hidden_states[0] is the embeddings; hidden_states[i] is the output of
-    model.encoder.layer[i - 1], not of layer[i]."""
-    batch = tokenizer(SENTENCE, return_tensors="pt")
-    library = minilm(**batch, output_hidden_states=True)
-    layers = minilm.encoder.layer
-    assert len(library.hidden_states) == len(layers) + 1
-    assert torch.allclose(
-        library.hidden_states[0], minilm.embeddings(input_ids=batch["input_ids"]), atol=ATOL
-    )
-    for i in range(1, len(layers) + 1):
-        output = layers[i - 1](library.hidden_states[i - 1])
-        assert torch.allclose(output, library.hidden_states[i], atol=ATOL)
-        if i < len(layers):
-            assert not torch.allclose(output, library.hidden_states[i + 1], atol=1e-2)
-    assert torch.equal(library.hidden_states[-1], library.last_hidden_state)
-
-
-def untrained_classifier(seed):
-    torch.manual_seed(seed)
-    return AutoModelForSequenceClassification.from_pretrained(
-        MINILM.repo_id, num_labels=2, attn_implementation="eager"
-    )
-
-
-def test_an_untrained_head_predicts_nothing(tokenizer):
-    """Seed error 11: a fresh classification head's "confidence" is an artifact of its
-    random initialization: about 0.5, and its answer changes with the seed."""
-    texts = ["An absolute triumph of a film.", "Utterly boring from start to end."]
-    batch = tokenizer(texts, padding=True, return_tensors="pt")
-    answers = set()
-    for seed in range(8):
-        model = untrained_classifier(seed)
-        # the page draws the same heads by hand: N(0, initializer_range²) weights, zero bias
-        torch.manual_seed(seed)
-        drawn = torch.randn(2, model.config.hidden_size) * model.config.initializer_range
-        assert torch.equal(model.classifier.weight, drawn)
-        assert not model.classifier.bias.any()
-        result = model(**batch, labels=torch.tensor([1, 0]))
-        probabilities = result.logits.softmax(dim=-1)
-        assert (probabilities - 0.5).abs().max() < 0.03
-        assert abs(result.loss.item() - math.log(2)) < 0.03  # a coin flip's loss
-        answers.add(tuple(probabilities.argmax(dim=-1).tolist()))
-    assert len(answers) > 1  # the seed decides, not the text
-
-
-def test_a_label_has_shape_b_and_dtype_long(tokenizer):
-    """Seed error 14: labels of shape (B,) and dtype long; (B, 1) makes
-    CrossEntropyLoss raise a RuntimeError."""
-    model = untrained_classifier(0)
-    batch = tokenizer(BATCH, padding=True, return_tensors="pt")
-    labels = torch.tensor([0, 1, 1, 0])
-    result = model(**batch, labels=labels)
-    assert labels.shape == (len(BATCH),) and labels.dtype == torch.long
-    assert torch.allclose(result.loss, torch.nn.functional.cross_entropy(result.logits, labels))
-    with pytest.raises(RuntimeError, match="1D target tensor expected"):
-        torch.nn.CrossEntropyLoss()(result.logits, labels.unsqueeze(1))
-    pooled = bh.forward(model.bert, batch["input_ids"], batch["attention_mask"]).pooler_output
-    assert torch.allclose(bh.linear(pooled, model.classifier), result.logits, atol=ATOL)
-
-
-def test_attention_probabilities_need_eager(tokenizer):
-    """Seed error 16: the default attention (SDPA) returns no probabilities."""
-    batch = tokenizer(SENTENCE, return_tensors="pt")
-    default = AutoModel.from_pretrained(MINILM.repo_id)
-    eager = AutoModel.from_pretrained(MINILM.repo_id, attn_implementation="eager")
-    assert default.config._attn_implementation == "sdpa"
-    assert not default(**batch, output_attentions=True).attentions
-    with_eager = eager(**batch, output_attentions=True)
-    assert len(with_eager.attentions) == eager.config.num_hidden_layers
-    assert torch.allclose(with_eager.attentions[0].sum(-1), torch.ones(()), atol=1e-6)
-    assert torch.allclose(
-        default(**batch).last_hidden_state, with_eager.last_hidden_state, atol=ATOL
-    )
-
-
-# ------------------------------------------------------------------ pretraining heads
-
-
-def test_pretraining_heads_by_hand(minilm, tokenizer):
-    torch.manual_seed(5)
-    model = BertForPreTraining(minilm.config).eval()
-    model.bert.load_state_dict(minilm.state_dict())
-    decoder = model.cls.predictions.decoder
-    embeddings = model.bert.embeddings.word_embeddings
-    assert decoder.weight is embeddings.weight  # tied: one tensor, used twice
-    assert decoder.bias is model.cls.predictions.bias
-    batch = tokenizer(*PAIRS, padding=True, return_tensors="pt")
-    library = model(**batch)
-    ours = bh.forward(
-        model.bert, batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]
-    )
-    transform = model.cls.predictions.transform
-    transformed = bh.layer_norm(bh.gelu(bh.linear(ours.last_hidden_state, transform.dense)),
-                                transform.LayerNorm)  # fmt: skip
-    scores = transformed @ embeddings.weight.T + decoder.bias
-    real = batch["attention_mask"].bool()
-    assert torch.allclose(scores[real], library.prediction_logits[real], atol=ATOL)
-    next_sentence = bh.linear(ours.pooler_output, model.cls.seq_relationship)
-    assert torch.allclose(next_sentence, library.seq_relationship_logits, atol=ATOL)
-
-
-# ------------------------------------------------------------------ the model chapter and figures
-
-
-@pytest.mark.parametrize(
-    "config",
-    [BertConfig(), BertConfig(hidden_size=96, num_hidden_layers=3, num_attention_heads=6,
-                              intermediate_size=200, vocab_size=777, type_vocab_size=4)],
-    ids=["bert-base", "odd sizes"],
-)  # fmt: skip
-def test_parameter_counts_follow_from_the_config(config):
-    with torch.device("meta"):  # shapes only
-        model = BertModel(config)
-    by_module = parameters_by_module(model)
-    assert parameters_by_formula(config) == by_module
-    assert sum(by_module.values()) == sum(p.numel() for p in model.parameters())
-
-
-def test_the_diagrams_shapes_come_from_the_model(minilm, tokenizer):
-    """The flow diagrams are drawn from forward hooks: they see the real shapes, and the
-    hooks are gone afterwards."""
-    batch = tokenizer(*PAIRS, padding=True, return_tensors="pt")
-    hooks_before = [len(module._forward_hooks) for module in minilm.modules()]
-    calls = record_calls(minilm, batch)
-    B, T = batch["input_ids"].shape
-    C, H = minilm.config.hidden_size, minilm.config.num_attention_heads
-    assert calls["embeddings"].outputs == ((B, T, C),)
-    assert calls["embeddings.position_embeddings"].outputs == ((1, T, C),)
-    for i in range(minilm.config.num_hidden_layers):
-        assert calls[f"encoder.layer.{i}"].outputs == ((B, T, C),)
-        assert calls[f"encoder.layer.{i}.attention.self"].outputs == ((B, T, C), (B, H, T, T))
-        assert calls[f"encoder.layer.{i}.intermediate"].outputs == (
-            (B, T, minilm.config.intermediate_size),
-        )
-    assert calls["pooler"].outputs == ((B, C),)
-    # the library keeps hooks of its own (for output_hidden_states); ours are all removed
-    assert [len(module._forward_hooks) for module in minilm.modules()] == hooks_before

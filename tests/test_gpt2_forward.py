@@ -1,0 +1,50 @@
+"""docs/gpt2/forward.md's warning boxes and its tied head, pinned on the book's shipped
+GPT-2 against transformers' GPT2LMHeadModel and its checkpoint file: a Conv1D weight is
+stored (in, out), transposed with respect to nn.Linear; `hidden_states[-1]` comes after
+the final LayerNorm; and lm_head is the token embedding itself, stored once. The forward
+pass by hand is checked against the library, on inputs the page does not show, in
+tests/test_snippets_gpt2_by_hand.py."""
+
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+
+from snippets.gpt2_by_hand import conv1d
+from snippets.hub import GPT2_SHAKESPEARE
+
+
+def random_ids(model, batch, length, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(model.config.vocab_size, (batch, length), generator=generator)
+
+
+@torch.no_grad()
+def test_conv1d_is_a_transposed_linear(gpt2_shakespeare):
+    """docs/gpt2/forward.md, warning "GPT-2's weights are transposed with respect to
+    `nn.Linear`": a Conv1D weight is (in, out), and equals nn.Linear's only transposed."""
+    layer = gpt2_shakespeare.transformer.h[1].mlp.c_fc
+    C = gpt2_shakespeare.config.n_embd
+    x = torch.randn(2, 5, C, generator=torch.Generator().manual_seed(5))
+    assert layer.weight.shape == (C, 4 * C)  # (in, out)
+    assert torch.allclose(conv1d(x, layer), layer(x), atol=1e-5)
+    assert torch.allclose(F.linear(x, layer.weight.T, layer.bias), layer(x), atol=1e-5)
+
+
+@torch.no_grad()
+def test_the_last_hidden_state_is_after_the_final_layer_norm(gpt2_shakespeare):
+    """docs/gpt2/forward.md, warning "`hidden_states[-1]` is after the final LayerNorm": the
+    head applied to it gives the logits, with nothing in between."""
+    ids = random_ids(gpt2_shakespeare, 1, 10, seed=7)
+    outputs = gpt2_shakespeare(ids, output_hidden_states=True)
+    assert len(outputs.hidden_states) == gpt2_shakespeare.config.n_layer + 1
+    last = outputs.hidden_states[-1]  # (B, T, C), already normalized by ln_f
+    assert torch.allclose(last @ gpt2_shakespeare.lm_head.weight.T, outputs.logits, atol=1e-4)
+
+
+def test_lm_head_is_tied_and_stored_once(gpt2_shakespeare):
+    """docs/gpt2/forward.md, "The head, tied to the embeddings": one tensor, and the
+    checkpoint stores it once."""
+    assert gpt2_shakespeare.lm_head.weight is gpt2_shakespeare.transformer.wte.weight
+    with safe_open(GPT2_SHAKESPEARE.snapshot_dir() / "model.safetensors", "pt") as stored:
+        names = set(stored.keys())
+    assert "transformer.wte.weight" in names and "lm_head.weight" not in names
