@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from snippets.book import REPO_ROOT, read_json, write_json
-from tools.pages import LABS, display, pages, site_path
+from tools.pages import DOCS, LABS, display, pages, site_path
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
@@ -132,6 +132,15 @@ def test_page_works_in_a_browser(tab, server, built_site, source):
         shown = tab.locator("article pre code").first.inner_text()
         assert copied.strip() == shown.strip(), f"{where}: the copy button copied {copied!r}"
 
+
+# the same template and the same search index serve every page: checked on the home page
+# and on a chapter with code, math and figures
+@pytest.mark.parametrize(
+    "source", [DOCS / "index.md", DOCS / "bert" / "self-attention.md"], ids=display
+)
+def test_the_colour_toggle_and_search_work(tab, server, source):
+    where = display(source)
+    tab.goto(server + site_path(source), wait_until="networkidle")
     scheme = "document.body.getAttribute('data-md-color-scheme')"
     before = tab.evaluate(scheme)
     tab.locator("form[data-md-component=palette] label:visible").first.click()
