@@ -16,7 +16,7 @@ serve: setup
 
 ifdef PAGE
 test: setup
-	$(BIN)/pytest --page $(PAGE)
+	$(BIN)/pytest tests --page $(PAGE)
 else
 test: setup
 	$(BIN)/ruff check $(LINTED)
