@@ -4,9 +4,10 @@
     python -m tools.scaffold bert/my-chapter "My chapter"
 
 The page starts from tools/chapter_template.md and passes the checks as it is;
-the test stub, tests/test_bert_my_chapter.py, fails until its parity test is
-written. Test files are named after the page they check, part first
-(`page_test_file`), so pages of the same name in two parts never clash.
+the test stub, tests/test_bert_my_chapter.py from tools/chapter_test_template.txt,
+fails until its parity test is written. Test files are named after the page they
+check, part first (`page_test_file`), so pages of the same name in two parts
+never clash.
 """
 
 from __future__ import annotations
@@ -19,17 +20,7 @@ from snippets.book import REPO_ROOT
 
 TEMPLATE = Path(__file__).with_name("chapter_template.md")
 
-TEST_STUB = '''"""Parity tests for docs/{page}: its hand-written code against the library."""
-
-import pytest
-
-
-def test_{function}_matches_the_reference_on_inputs_the_page_does_not_show():
-    pytest.fail(
-        "not written yet: check docs/{page} against its reference on inputs the page "
-        "does not show (padding, sentence pairs, long sequences, full-size configs)"
-    )
-'''
+TEST_STUB = Path(__file__).with_name("chapter_test_template.txt")  # fills {page}, {function}
 
 
 def page_test_file(page: str) -> Path:
@@ -62,7 +53,7 @@ def scaffold(page: str, title: str, root: Path = REPO_ROOT) -> list[Path]:
 
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(TEMPLATE.read_text().replace("{title}", title))
-    test.write_text(TEST_STUB.format(page=page, function=stem.replace("-", "_")))
+    test.write_text(TEST_STUB.read_text().format(page=page, function=stem.replace("-", "_")))
     config.write_text("".join(lines))
     return [doc, test]
 
