@@ -89,6 +89,34 @@ def built_site(tmp_path_factory):
     return site_dir
 
 
+# Part I's inputs that no page shows, and its float32 tolerance (measured: see the
+# docstring of tests/test_snippets_bert_by_hand.py); the BERT test files share them
+ATOL = 1e-5
+SENTENCE = "Seven tensors later, the encoder has read every token at once."
+PAIRS = (
+    ["Is the model in eval mode?", "How long is a sequence?", "Who pads?"],
+    ["Yes, so dropout does nothing.", "At most 512 tokens, [CLS] and [SEP] included.", "We do."],
+)
+BATCH = [
+    "A short one.",
+    "Padding fills the rest of the rectangle with zeros that nobody reads.",
+    "Mid-length sentences, with punctuation; and a semicolon.",
+    "Ok",
+]
+
+
+def run_training(main, tiny_settings, corpus, folder, *extra):
+    """Run a training script's `main` on a tiny config and corpus; return its output folder."""
+    main([*tiny_settings, "--corpus", str(corpus), "--output", str(folder / "out"),
+          "--work", str(folder / "work"), *extra])  # fmt: skip
+    return folder / "out"
+
+
+def without_timing(metrics):
+    """A run's metrics less its clock, which no two runs share."""
+    return {key: value for key, value in metrics.items() if key not in {"seconds", "cpu_seconds"}}
+
+
 # ---------------------------------------------------------------- shared fixtures
 # The models and texts that the test files of several pages and modules read, each loaded
 # once per test file. `tokenizer` is MiniLM's, BERT's WordPiece, as Part I and the training

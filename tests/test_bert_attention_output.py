@@ -8,16 +8,9 @@ import pytest
 import torch
 
 from snippets import bert_by_hand as bh
+from tests.conftest import ATOL, BATCH
 
 pytestmark = pytest.mark.usefixtures("no_grad")
-
-ATOL = 1e-5  # float32; as in tests/test_snippets_bert_by_hand.py
-BATCH = [
-    "A short one.",
-    "Padding fills the rest of the rectangle with zeros that nobody reads.",
-    "Mid-length sentences, with punctuation; and a semicolon.",
-    "Ok",
-]
 
 
 def test_warning_the_feed_forward_network_reads_this_blocks_output(minilm, tokenizer):

@@ -8,14 +8,9 @@ import pytest
 import torch
 
 from snippets import bert_by_hand as bh
+from tests.conftest import ATOL, PAIRS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
-
-ATOL = 1e-5  # float32; as in tests/test_snippets_bert_by_hand.py
-PAIRS = (
-    ["Is the model in eval mode?", "How long is a sequence?", "Who pads?"],
-    ["Yes, so dropout does nothing.", "At most 512 tokens, [CLS] and [SEP] included.", "We do."],
-)
 
 
 def test_warning_hidden_states_0_already_contains_positions_and_token_types(minilm, tokenizer):

@@ -9,16 +9,9 @@ import inspect
 import pytest
 import torch
 
-pytestmark = pytest.mark.usefixtures("no_grad")
+from tests.conftest import ATOL, BATCH, SENTENCE
 
-ATOL = 1e-5  # float32; as in tests/test_snippets_bert_by_hand.py
-SENTENCE = "Seven tensors later, the encoder has read every token at once."
-BATCH = [
-    "A short one.",
-    "Padding fills the rest of the rectangle with zeros that nobody reads.",
-    "Mid-length sentences, with punctuation; and a semicolon.",
-    "Ok",
-]
+pytestmark = pytest.mark.usefixtures("no_grad")
 
 
 def test_warning_version_5_removed_what_older_tutorials_call(minilm, tokenizer):

@@ -13,20 +13,9 @@ from transformers import AutoModelForSequenceClassification, BertForPreTraining
 
 from snippets import bert_by_hand as bh
 from snippets.hub import MINILM
+from tests.conftest import ATOL, BATCH, PAIRS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
-
-ATOL = 1e-5  # float32; as in tests/test_snippets_bert_by_hand.py
-PAIRS = (
-    ["Is the model in eval mode?", "How long is a sequence?", "Who pads?"],
-    ["Yes, so dropout does nothing.", "At most 512 tokens, [CLS] and [SEP] included.", "We do."],
-)
-BATCH = [
-    "A short one.",
-    "Padding fills the rest of the rectangle with zeros that nobody reads.",
-    "Mid-length sentences, with punctuation; and a semicolon.",
-    "Ok",
-]
 
 
 def test_warning_the_pooler_is_a_dense_layer_and_tanh_on_cls(minilm, tokenizer):

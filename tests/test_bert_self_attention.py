@@ -12,11 +12,9 @@ from transformers import AutoModel
 
 from snippets import bert_by_hand as bh
 from snippets.hub import MINILM
+from tests.conftest import ATOL, SENTENCE
 
 pytestmark = pytest.mark.usefixtures("no_grad")
-
-ATOL = 1e-5  # float32; as in tests/test_snippets_bert_by_hand.py
-SENTENCE = "Seven tensors later, the encoder has read every token at once."
 
 
 def test_warning_attention_probabilities_need_the_eager_attention_implementation(tokenizer):

@@ -6,6 +6,7 @@ settings and meets the page's bar; and the page's warning box holds against
 GPT2LMHeadModel (labels=input_ids, shifted inside the model)."""
 
 import dataclasses
+import functools
 import json
 
 import pytest
@@ -15,6 +16,7 @@ from transformers import AutoTokenizer, GPT2LMHeadModel
 
 from snippets import gpt2_training, training_runs
 from snippets.hub import GPT2_SHAKESPEARE
+from tests.conftest import run_training, without_timing
 
 TINY = [
     "--vocab-size", "300", "--n-positions", "32", "--n-embd", "32", "--n-layer", "2",
@@ -23,16 +25,7 @@ TINY = [
 ]  # fmt: skip
 
 
-def run(corpus, folder, *extra):
-    gpt2_training.main(
-        [*TINY, "--corpus", str(corpus), "--output", str(folder / "out"),
-         "--work", str(folder / "work"), *extra]
-    )  # fmt: skip
-    return folder / "out"
-
-
-def without_timing(metrics):
-    return {key: value for key, value in metrics.items() if key not in {"seconds", "cpu_seconds"}}
+run = functools.partial(run_training, gpt2_training.main, TINY)
 
 
 def test_an_interrupted_run_resumes_to_the_same_weights(tiny_corpus, tmp_path):

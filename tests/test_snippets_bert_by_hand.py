@@ -30,24 +30,13 @@ import torch
 from transformers import BertConfig, BertModel
 
 from snippets import bert_by_hand as bh
+from tests.conftest import ATOL, BATCH, PAIRS, SENTENCE
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
-ATOL = 1e-5
 LONG_ATOL = 2e-5
 PADDING_ATOL = 5e-4
 
-SENTENCE = "Seven tensors later, the encoder has read every token at once."
-PAIRS = (
-    ["Is the model in eval mode?", "How long is a sequence?", "Who pads?"],
-    ["Yes, so dropout does nothing.", "At most 512 tokens, [CLS] and [SEP] included.", "We do."],
-)
-BATCH = [
-    "A short one.",
-    "Padding fills the rest of the rectangle with zeros that nobody reads.",
-    "Mid-length sentences, with punctuation; and a semicolon.",
-    "Ok",
-]
 LONG_TEXTS = [
     "Now is the winter of our discontent made glorious summer by this sun of York. " * 40,
     "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer. " * 40,

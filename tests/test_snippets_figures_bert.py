@@ -5,13 +5,9 @@ hooks are gone afterwards."""
 import pytest
 
 from snippets.figures.bert import record_calls
+from tests.conftest import PAIRS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
-
-PAIRS = (
-    ["Is the model in eval mode?", "How long is a sequence?", "Who pads?"],
-    ["Yes, so dropout does nothing.", "At most 512 tokens, [CLS] and [SEP] included.", "We do."],
-)
 
 
 def test_the_diagrams_shapes_come_from_the_model(minilm, tokenizer):

@@ -5,6 +5,7 @@ held-out play is never trained on, and the shipped small BERT was trained by thi
 script with its default settings."""
 
 import dataclasses
+import functools
 import json
 
 import pytest
@@ -14,12 +15,14 @@ from transformers import AutoTokenizer, BertConfig, BertForPreTraining
 
 from snippets import pretraining, training_runs
 from snippets.hub import BERT_SHAKESPEARE
+from tests.conftest import run_training, without_timing
 
 TINY = [
     "--max-length", "32", "--hidden-size", "16", "--num-layers", "1", "--num-heads", "2",
     "--intermediate-size", "32", "--batch-size", "4", "--steps", "6", "--warmup-steps", "2",
     "--eval-every", "3", "--eval-pairs", "8", "--save-every", "2",
 ]  # fmt: skip
+run = functools.partial(run_training, pretraining.main, TINY)
 
 
 def test_the_loss_on_chosen_positions_equals_the_library_loss(tokenizer, shakespeare_documents):
@@ -33,18 +36,6 @@ def test_the_loss_on_chosen_positions_equals_the_library_loss(tokenizer, shakesp
                                           torch.Generator().manual_seed(1))  # fmt: skip
     mlm, nsp = pretraining.pretraining_loss(model, batch)
     assert torch.allclose(mlm + nsp, model(**batch).loss, atol=1e-5)
-
-
-def run(corpus, folder, *extra):
-    pretraining.main(
-        [*TINY, "--corpus", str(corpus), "--output", str(folder / "out"),
-         "--work", str(folder / "work"), *extra]
-    )  # fmt: skip
-    return folder / "out"
-
-
-def without_timing(metrics):
-    return {k: v for k, v in metrics.items() if k not in ("seconds", "cpu_seconds")}
 
 
 def test_an_interrupted_run_resumes_to_the_same_weights(tiny_corpus, tmp_path):
