@@ -9,22 +9,35 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 LINTED := snippets tools tests hooks.py docs/labs
 
-.PHONY: serve test setup chapter
+.PHONY: serve test test-reader setup chromium chapter
 
 serve: setup
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 ifdef PAGE
-test: setup
+test: setup chromium
 	$(BIN)/pytest tests --page $(PAGE)
 else
-test: setup
+test: setup chromium
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/pytest
 endif
 
-# provisions the models and data sets, then draws the figures whose code or inputs changed
+# the built site as readers run it: pasted into Python, and as notebooks in fresh
+# virtual environments (tests/test_site_reader.py); CI runs it after `make test`
+test-reader: setup
+	$(BIN)/pytest tests/test_site_reader.py --reader
+
+# the browser checks drive Debian's Chromium, or the one $CHROMIUM names
+chromium:
+	@test -x "$$CHROMIUM" || command -v chromium >/dev/null || { \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
+
+# places the models and data sets in the Hugging Face cache ($HF_HOME, else
+# ~/.cache/huggingface), then draws the figures whose code or inputs changed
 setup: $(INSTALLED)
 	$(BIN)/python -m snippets.hub
 	$(BIN)/python -m snippets.figures

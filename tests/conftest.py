@@ -1,5 +1,6 @@
-"""Test session set-up: offline Hugging Face on the project cache, no display, and
-`--page`, which narrows a run to one page and the tests that check it."""
+"""Test session set-up: Hugging Face offline, on the cache the set-up filled (the one any
+Python on the machine reads); no display; `--page`, which narrows a run to one page and
+the tests that check it; and `--reader`, which runs the reader tests alone."""
 
 import os
 import subprocess
@@ -9,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from snippets.hub import provision, use_local_hub
+from snippets.hub import provision, use_offline_hub
 
 # Before anything imports transformers or huggingface_hub: they read these once.
-use_local_hub()
+use_offline_hub()
 os.environ["MPLBACKEND"] = "Agg"
 
 from snippets.book import REPO_ROOT  # noqa: E402
@@ -31,6 +32,12 @@ def pytest_addoption(parser):
         metavar="docs/PART/PAGE.md",
         help="run only this page (as its notebook), its own tests and the tests of the "
         "snippets it includes; may be given more than once",
+    )
+    parser.addoption(
+        "--reader",
+        action="store_true",
+        help="run the built site as readers run it (tests/test_site_reader.py): pasted into "
+        "Python with no HF_* variable, and as notebooks in fresh virtual environments",
     )
 
 
@@ -53,6 +60,8 @@ def tests_of(page: Path) -> set[str]:
 
 
 def pytest_ignore_collect(collection_path, config):
+    if collection_path.name == "test_site_reader.py":
+        return not config.getoption("reader")
     pages = selected_pages(config)
     if not pages or collection_path.is_dir() or not collection_path.name.startswith("test_"):
         return None

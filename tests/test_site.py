@@ -8,7 +8,7 @@ import pytest
 
 from snippets.book import DOCS, nav_pages
 from tools import notebooks
-from tools.pages import LABS, display, notebook_path, pages, parse, site_path
+from tools.pages import LABS, display, mkdocs_config, notebook_path, pages, parse, site_path
 
 # elements and attributes through which a page loads something
 LOADS = {
@@ -131,8 +131,8 @@ def test_every_link_in_the_built_site_resolves(site):
             url = urlparse(href)
             if url.scheme or href.startswith("//") or href.startswith("mailto:"):
                 continue
-            if url.path.startswith("/"):  # 404.html links from the root of the site
-                target = site / url.path.lstrip("/")
+            if url.path.startswith("/"):  # 404.html links from the root of the published site
+                target = site / url.path.removeprefix(urlparse(mkdocs_config().site_url).path)
             else:
                 target = (page.parent / url.path).resolve() if url.path else page
             if target.is_dir():

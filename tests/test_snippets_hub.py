@@ -6,6 +6,8 @@ is refused or replaced whole, never half-written."""
 
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -178,11 +180,43 @@ def test_provision_writes_only_under_hf_home(tmp_path, monkeypatch):
         return target
 
     monkeypatch.setattr("snippets.gguf.dequantize_once", record_conversion)
-    before, environment = modification_times(hub.HF_HOME, hub.DOWNLOADS), os.environ["HF_HOME"]
+    before = modification_times(*hub.placed(), hub.DOWNLOADS)
+    environment = os.environ.get("HF_HOME")
     hf_home = tmp_path / "hf"
     placed = hub.provision(hf_home)
     assert len(conversions) == 1
     assert len(placed) == len(hub.CHECKPOINTS) + 3  # the converted GGUF and the two data sets
     assert all(path.is_relative_to(hf_home) and path.exists() for path in placed), placed
-    assert modification_times(hub.HF_HOME, hub.DOWNLOADS) == before
-    assert os.environ["HF_HOME"] == environment
+    assert modification_times(*hub.placed(), hub.DOWNLOADS) == before
+    assert os.environ.get("HF_HOME") == environment
+    # `--remove` deletes all of it, and only it
+    folders = hub.placed(hf_home)
+    assert all(any(p.is_relative_to(folder) for folder in folders) for p in placed), placed
+    (hf_home / "hub" / "models--someone--else").mkdir()
+    assert sorted(hub.remove(hf_home)) == sorted(folders)
+    assert [p.name for p in (hf_home / "hub").iterdir()] == ["models--someone--else"]
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({"HF_HOME": "{tmp}/elsewhere"}, "{tmp}/elsewhere"),
+        ({"HOME": "{tmp}"}, "{tmp}/.cache/huggingface"),
+        ({"HOME": "{tmp}", "XDG_CACHE_HOME": "{tmp}/xdg"}, "{tmp}/xdg/huggingface"),
+    ],
+)
+def test_set_up_fills_the_cache_a_reader_python_reads(tmp_path, variables, expected):
+    """With no variable, the set-up writes where huggingface_hub looks by default; with
+    HF_HOME (or XDG_CACHE_HOME) set, where that says: asked of a fresh interpreter, as a
+    reader's Python would work it out."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "XDG_"))}
+    environment |= {k: v.format(tmp=tmp_path) for k, v in variables.items()}
+    code = (
+        "from huggingface_hub import constants; from snippets.hub import default_hf_home;"
+        "print(default_hf_home()); print(constants.HF_HUB_CACHE)"
+    )
+    printed = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
+    ).stdout.split()
+    home = expected.format(tmp=tmp_path)
+    assert printed == [home, f"{home}/hub"]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools.notebooks import setup_cell, to_notebook
+from tools.notebooks import to_notebook
 from tools.pages import Block, Page, display
 
 CELL_TIMEOUT = 600  # seconds a block may run before it counts as failed
@@ -95,7 +95,7 @@ def run_page(page: Page, workdir: Path | None = None) -> PageRun:
     run = PageRun(page, workdir or Path(tempfile.mkdtemp(prefix="tbt-page-")))
     if not page.cells:
         return run
-    notebook = to_notebook(page, None, setup_cell())  # links in the prose run nothing
+    notebook = to_notebook(page, None)  # links in the prose run nothing
     code_cells = [c for c in notebook.cells if c.cell_type == "code"]
     blocks = dict(zip(map(id, code_cells[1:]), page.cells, strict=True))  # after the set-up
     client = NotebookClient(

@@ -16,7 +16,8 @@ import nbformat
 
 from snippets import hub
 from snippets.book import read_json, write_json
-from tools.notebooks import colab_url
+from tools import notebooks
+from tools.notebooks import colab_url, setup_cell
 from tools.pages import LABS
 
 FINGERPRINTS = ".fingerprints.json"  # a dotfile: MkDocs does not publish it
@@ -33,10 +34,13 @@ def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
     for source in sorted(labs.glob("*.py")):
         digest = hashlib.sha256(source.read_bytes())
         digest.update(Path(hub.__file__).read_bytes())  # the weights a lab loads
+        digest.update(Path(notebooks.__file__).read_bytes())  # its set-up cell
         target = source.with_suffix(".ipynb")
         if not force and target.exists() and manifest.get(source.name) == digest.hexdigest():
             continue
         notebook = jupytext.read(source)
+        code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+        notebook.cells.insert(1, nbformat.v4.new_code_cell(setup_cell(code)))
         notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
         with tempfile.TemporaryDirectory() as scratch:
             resources = {"metadata": {"path": scratch}}
@@ -72,8 +76,9 @@ def lab_page(notebook: nbformat.NotebookNode, name: str, repo_url: str) -> tuple
         parts.append(f"```python\n{cell.source}\n```")
         for index, output in enumerate(cell.outputs):
             where = f"labs/{name}.py, cell {number}, output {index}"
-            if output.output_type == "stream":
-                parts.append(f"```text\n{output.text.rstrip()}\n```")
+            if output.output_type == "stream":  # stdout only: marked as chapters mark it
+                marker = "<!--pytest-codeblocks:expected-output-->"
+                parts.append(f"{marker}\n```text\n{output.text.rstrip()}\n```")
             elif "image/png" in output.get("data", {}):
                 image = f"cell-{number}-{index}.png"
                 images[image] = base64.b64decode(output.data["image/png"])

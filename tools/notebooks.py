@@ -9,7 +9,9 @@ notebooks/ in the built site; the tests run every page as this notebook
 
 from __future__ import annotations
 
+import ast
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -19,13 +21,14 @@ from tools.pages import DOCS, Page, notebook_path, parse, site_path
 ADMONITION = re.compile(r'^(\s*)(?:!!!|\?\?\?\+?)\s+(\w+)(?:\s+"([^"]*)")?\s*$')
 MARKER = re.compile(r"^\s*<!--.*-->\s*$")
 FENCE = re.compile(r"^\s*(`{3,})")
+BOOK_PACKAGES = {"snippets", "tools"}  # this repository's own: not on the package index
 
 
 def has_notebook(page: Page) -> bool:
     return bool(page.cells)
 
 
-def to_notebook(page: Page, site_url: str | None, setup: str) -> nbformat.NotebookNode:
+def to_notebook(page: Page, site_url: str | None) -> nbformat.NotebookNode:
     """The page as a notebook; links and images point at the published site at `site_url`
     (None: a page outside the site, such as a test's, whose links stay as they are)."""
     lines = page.path.read_text(encoding="utf-8").splitlines()
@@ -36,7 +39,7 @@ def to_notebook(page: Page, site_url: str | None, setup: str) -> nbformat.Notebo
             f"*Generated from {f'[{url}]({url})' if url else page.path.name}: "
             "run the cells top to bottom.*"
         ),
-        nbformat.v4.new_code_cell(setup),
+        nbformat.v4.new_code_cell(setup_cell([b.code for b in page.cells])),
     ]
     prose: list[str] = []
     i = 0
@@ -133,29 +136,84 @@ def _absolute_links(text: str, page: Path, site_url: str) -> str:
     return re.sub(r"(\]\s*)\(([^)\s]+)\)", absolute, text)
 
 
-def write_notebooks(site_dir: Path, site_url: str, setup: str, pages: list[Path]) -> list[Path]:
+def write_notebooks(site_dir: Path, site_url: str, pages: list[Path]) -> list[Path]:
     written = []
     for path in pages:
         page = parse(path)
         if has_notebook(page):
             target = site_dir / notebook_path(path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(to_notebook(page, site_url, setup), target)
+            nbformat.write(to_notebook(page, site_url), target)
             written.append(target)
     return written
 
 
-def setup_cell() -> str:
-    """The first code cell: on Colab, install the versions the notebook was tested with."""
-    from importlib.metadata import version
+def requirements(code: list[str]) -> dict[str, str]:
+    """What a notebook needs installed besides Python and torch, pinned to the versions the
+    book is tested with: {distribution: version}.
 
-    pins = " ".join(f"{name}=={version(name)}" for name in ("transformers", "matplotlib"))
-    return (
-        "# On Colab, first install the versions this notebook was tested with.\n"
-        "import sys\n\n"
-        'if "google.colab" in sys.modules:\n'
-        f"    %pip install --quiet {pins}"
-    )
+    Read from the code itself: the distribution of every module it imports, and `gguf` and
+    `accelerate` where it loads a GGUF file (transformers needs them, without an import in
+    the notebook). torch is left to the reader's environment: Colab has its own build, and
+    a pinned torch from the package index is the multi-GB CUDA one.
+    """
+    import importlib.metadata
+
+    distributions = importlib.metadata.packages_distributions()
+    modules, loads_gguf = set(), False
+    for source in code:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                modules.add(node.module.split(".")[0])
+            elif isinstance(node, ast.keyword) and node.arg == "gguf_file":
+                loads_gguf = True
+    names = {
+        name
+        for module in modules - set(sys.stdlib_module_names) - {"torch", *BOOK_PACKAGES}
+        for name in distributions.get(module, [module])
+    }
+    if loads_gguf:
+        names |= {"gguf", "accelerate"}
+    return {name: importlib.metadata.version(name) for name in sorted(names)}
+
+
+def setup_cell(code: list[str]) -> str:
+    """The notebook's first code cell. Outside the book's environment (Colab, a fresh
+    virtual environment) it installs the pinned versions of what the notebook imports;
+    where those versions are installed already, as in the book's environment, it does
+    nothing."""
+    import torch
+
+    tested = requirements(code)
+    torch_line = f"torch is yours to bring (tested with {torch.__version__.split('+')[0]})"
+    if not tested:
+        return f"# Set-up: nothing to install; {torch_line}."
+    pins = "".join(f'\n    "{name}": "{version}",' for name, version in tested.items())
+    return f"""\
+# Set-up: installs the versions this notebook was tested with, where they are missing
+# (Colab, a fresh environment); {torch_line}.
+import importlib.metadata
+import subprocess
+import sys
+
+tested = {{{pins}
+}}
+
+
+def installed(name):
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+missing = [
+    f"{{name}}=={{version}}" for name, version in tested.items() if installed(name) != version
+]
+if missing:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)"""
 
 
 def colab_url(repo_url: str, notebook: str) -> str:

@@ -22,7 +22,7 @@ from latex2mathml.converter import convert
 from mkdocs.structure.files import File
 
 from snippets import figures
-from snippets.hub import provision, use_local_hub
+from snippets.hub import provision, use_offline_hub
 from tools import labs, notebooks, timings
 from tools.pages import DOCS, LABS, notebook_path, pages, parse
 
@@ -35,7 +35,7 @@ IMG = re.compile(r"<img (?![^>]*\bloading=)")
 
 
 def on_pre_build(config):
-    use_local_hub()
+    use_offline_hub()
     provision()
     figures.build()
     labs.build_labs()
@@ -85,6 +85,4 @@ def on_page_context(context, page, config, nav):
 
 
 def on_post_build(config):
-    notebooks.write_notebooks(
-        Path(config.site_dir), config.site_url, notebooks.setup_cell(), pages()
-    )
+    notebooks.write_notebooks(Path(config.site_dir), config.site_url, pages())

@@ -1,7 +1,8 @@
 """How long each chapter took to run as a notebook in the last test run.
 
 The tests record it (tests/test_docs.py); the site prints it under each chapter's
-title. Nothing here is typed by hand: a page that was not run says so.
+title, with the versions. Nothing here is typed by hand: a build with no timing from
+these versions shows the versions only.
 """
 
 from __future__ import annotations
@@ -31,11 +32,16 @@ def record(page: Path, seconds: float, timings: Path = TIMINGS) -> None:
 
 
 def provenance(page: Path, timings: Path = TIMINGS) -> str:
-    """The line under a chapter's title: how long it runs, on what, with which versions."""
+    """The line under a chapter's title: the versions it is tested with and, when the test
+    run that preceded this build timed it, how long it ran and on how many cores."""
+    import torch
+    import transformers
+
+    tested = f"torch {torch.__version__.split('+')[0]}, transformers {transformers.__version__}"
     measured = read_json(timings).get(page.relative_to(DOCS).as_posix())
-    if measured is None:
-        return "Not timed yet on this machine: `make test` measures every page."
-    return (
-        f"Runs in {measured['seconds']} s on {measured['cpus']} CPU cores · tested with "
-        f"torch {measured['torch']}, transformers {measured['transformers']}"
-    )
+    if measured is None or (measured["torch"], measured["transformers"]) != (
+        torch.__version__.split("+")[0],
+        transformers.__version__,
+    ):
+        return f"Tested with {tested}"
+    return f"Runs in {measured['seconds']} s on {measured['cpus']} CPU cores · tested with {tested}"

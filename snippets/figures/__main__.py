@@ -1,8 +1,8 @@
 import argparse
 
-from snippets.hub import provision, use_local_hub
+from snippets.hub import provision, use_offline_hub
 
-use_local_hub()  # before the figure modules import transformers
+use_offline_hub()  # before the figure modules import transformers
 
 from snippets import figures  # noqa: E402
 
