@@ -72,9 +72,8 @@ def padding_mask(attention_mask, dtype):
     heads and queries: every query of a sequence ignores the same keys.
     """
     is_padding = attention_mask[:, None, None, :] == 0  # (B, 1, 1, T)
-    return torch.zeros(is_padding.shape, dtype=dtype).masked_fill(
-        is_padding, torch.finfo(dtype).min
-    )
+    zeros = torch.zeros(is_padding.shape, dtype=dtype, device=is_padding.device)
+    return zeros.masked_fill(is_padding, torch.finfo(dtype).min)
 
 
 # --8<-- [end:padding_mask]

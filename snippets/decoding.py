@@ -42,7 +42,8 @@ def ban_repeated_ngrams(scores, generated, n):
     banned = [
         tokens[i + n - 1] for i in range(len(tokens) - n + 1) if tokens[i : i + n - 1] == last
     ]
-    return scores.index_fill(-1, torch.tensor(banned, dtype=torch.long), float("-inf"))
+    banned = torch.tensor(banned, dtype=torch.long, device=scores.device)
+    return scores.index_fill(-1, banned, float("-inf"))
 
 
 def apply_temperature(scores, temperature):

@@ -55,7 +55,7 @@ def causal_attention(attn, x, cache=None):
     S = k.shape[2]
     scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, S)
     # new token t sits at position P + t: it may read keys 0 .. P + t, none after
-    allowed = torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)  # (T, S)
+    allowed = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=S - T)  # (T, S)
     scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)  # (B, H, T, S): each row sums to 1
     out = (weights @ v).transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side
@@ -101,7 +101,8 @@ def forward(model, input_ids, past_key_values=None):
     gpt = model.transformer
     T = input_ids.shape[1]
     P = 0 if past_key_values is None else past_key_values[0][0].shape[2]
-    positions = torch.arange(P, P + T)  # (T,): the new tokens come after the cached ones
+    # (T,): the new tokens come after the cached ones
+    positions = torch.arange(P, P + T, device=input_ids.device)
     x = gpt.wte.weight[input_ids] + gpt.wpe.weight[positions]  # (B, T, C)
     present = []
     for i, layer in enumerate(gpt.h):

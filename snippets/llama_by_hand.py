@@ -27,19 +27,21 @@ def rms_norm(x, norm):
 
 
 # --8<-- [start:rope]
-def rope_angles(config, T):
-    """The rotation angle of every position and feature: (T, D)."""
+def rope_angles(config, T, device=None):
+    """The rotation angle of every position and feature: (T, D), in float32."""
     D = config.head_dim
     theta = config.rope_parameters["rope_theta"]
-    frequencies = theta ** (-torch.arange(0, D, 2).float() / D)  # (D/2,): from 1 down to ~1/theta
-    angles = torch.arange(T).float()[:, None] * frequencies  # (T, D/2)
+    features = torch.arange(0, D, 2, device=device).float()  # (D/2,): 0, 2, 4, ...
+    frequencies = theta ** (-features / D)  # (D/2,): from 1 down to ~1/theta
+    angles = torch.arange(T, device=device).float()[:, None] * frequencies  # (T, D/2)
     return torch.cat([angles, angles], dim=-1)  # (T, D): feature i pairs with feature i + D/2
 
 
 def rotate(x, angles):
     """Turn each pair of features (i, i + D/2) of x (B, heads, T, D) by its angle."""
     first, second = x.chunk(2, dim=-1)  # (B, heads, T, D/2) each
-    return x * angles.cos() + torch.cat([-second, first], dim=-1) * angles.sin()
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (T, D) each, x's dtype
+    return x * cos + torch.cat([-second, first], dim=-1) * sin
 
 
 # --8<-- [end:rope]
@@ -57,7 +59,7 @@ def grouped_query_attention(attn, x, angles, config):
     k = k.repeat_interleave(H // K, dim=1)  # (B, H, T, D): query head h reads kv head h // (H/K)
     v = v.repeat_interleave(H // K, dim=1)  # (B, H, T, D)
     scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, T)
-    future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)  # (T, T)
+    future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(diagonal=1)  # (T, T)
     weights = scores.masked_fill(future, torch.finfo(scores.dtype).min).softmax(dim=-1)
     out = (weights @ v).transpose(1, 2).reshape(B, T, H * D)  # (B, T, C)
     return out @ attn.o_proj.weight.T
@@ -81,7 +83,7 @@ def llama_forward(model, input_ids):
     """(B, T) ids -> logits (B, T, V), on a LlamaForCausalLM's parameters."""
     config = model.config
     x = model.model.embed_tokens.weight[input_ids]  # (B, T, C): no position embedding
-    angles = rope_angles(config, input_ids.shape[1])  # (T, D)
+    angles = rope_angles(config, input_ids.shape[1], input_ids.device)  # (T, D)
     for layer in model.model.layers:
         x = x + grouped_query_attention(
             layer.self_attn, rms_norm(x, layer.input_layernorm), angles, config

@@ -377,7 +377,8 @@ def per_layer_statistics(layers, x):
     for layer in layers:
         x = layer(x)  # (B, T, C)
         rms.append(x.pow(2).mean().sqrt().item())
-    readout = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+    # drawn on the CPU, so that it is the same numbers on every device
+    readout = torch.randn(x.shape, generator=torch.Generator().manual_seed(0)).to(x)
     (F.layer_norm(x, x.shape[-1:]) * readout).sum().backward()
     grads = [
         torch.cat([p.grad.flatten() for p in layer.parameters()]).norm().item() for layer in layers

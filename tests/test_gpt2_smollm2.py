@@ -118,3 +118,14 @@ def test_generate_equals_the_library(model, tokenizer, settings):
         pad_token_id=tokenizer.pad_token_id, **explicit,
     )  # fmt: skip
     assert torch.equal(ours, theirs)
+
+
+def test_by_hand_follows_the_device_and_dtype_of_the_model(model):
+    """SmolLM2's architecture in bfloat16 on the meta device (shapes, no numbers): a tensor
+    made on the CPU, or a float32 one meeting bfloat16 weights, raises there as on a GPU."""
+    with torch.device("meta"):
+        meta = AutoModelForCausalLM.from_config(model.config, dtype=torch.bfloat16).eval()
+        ids = torch.zeros(2, 11, dtype=torch.long)
+    logits = llama_forward(meta, ids)
+    assert logits.shape == (2, 11, model.config.vocab_size)
+    assert logits.device.type == "meta" and logits.dtype == torch.bfloat16

@@ -35,8 +35,8 @@ from tools.pages import DOCS, mkdocs_config, notebook_path, pages, parse, site_p
 
 # The paste runs spend most of their time asleep: with no network and no HF_HUB_OFFLINE,
 # huggingface_hub retries each Hub lookup for about 23 s before it reads the cache.
-# Running several at once overlaps the waits; each holds about 1 GB.
-PASTES_AT_ONCE = 8
+# Running several at once overlaps the waits; each holds 0.3 to 1.5 GB.
+PASTES_AT_ONCE = 12
 PAGE_TIMEOUT = 1800  # seconds: the slowest page, training included, with every retry
 
 # Runs the blocks given as JSON in a fresh module named __main__, as pasted into Python,
@@ -72,6 +72,7 @@ class CodeBlocks(HTMLParser):
         self.blocks: list[dict] = []
         self.language = None  # of the highlighted block being read
         self.text: list[str] | None = None
+        self.last: dict | None = None  # the last python block, None if it was skipped
         self.skip_next = self.output_next = False
 
     def handle_comment(self, data):
@@ -97,13 +98,11 @@ class CodeBlocks(HTMLParser):
         text, language = "".join(self.text), self.language
         self.text = self.language = None
         if language == "python":
-            if not self.skip_next:
-                self.blocks.append({"code": text, "expected": None})
-            self.skip_next = False
-        elif self.output_next and self.blocks:
-            shown = self.blocks[-1]["expected"] or ""
-            self.blocks[-1]["expected"] = shown + text
-        self.output_next = False
+            self.last = None if self.skip_next else {"code": text, "expected": None}
+            self.blocks += [self.last] if self.last else []
+        elif self.output_next and self.last:  # the output of the python block before it
+            self.last["expected"] = (self.last["expected"] or "") + text
+        self.skip_next = self.output_next = False  # each marker is for the block after it
 
 
 def shown_blocks(site: Path, page: Path) -> list[dict]:
@@ -182,7 +181,12 @@ def pasted(built_site, tmp_path_factory):
     environment = reader_environment()
     with ThreadPoolExecutor(PASTES_AT_ONCE) as pool:
         runs = {
-            page: pool.submit(paste, shown_blocks(built_site, page), root / page.stem, environment)
+            page: pool.submit(
+                paste,
+                shown_blocks(built_site, page),
+                root / site_path(page).strip("/"),
+                environment,
+            )
             for page in site_pages()
         }
         return {page: run.result() for page, run in runs.items()}
@@ -198,7 +202,7 @@ def test_a_page_pasted_into_python_prints_what_it_shows(built_site, pasted, page
 
 def test_the_built_pages_show_the_code_the_tests_run(built_site):
     """What a reader copies from a chapter is, line for line, what tests/test_docs.py runs from
-    its source, includes expanded. Blank lines are left out of the comparison: the site's
+    its source, includes expanded, and the outputs shown are those it compares. Blank lines are left out of the comparison: the site's
     Markdown puts two more between two included sections."""
 
     def lines(code):
@@ -206,8 +210,11 @@ def test_the_built_pages_show_the_code_the_tests_run(built_site):
 
     for page in site_pages():
         if page.suffix == ".md":
-            shown = [lines(b["code"]) for b in shown_blocks(built_site, page)]
-            assert shown == [lines(b.code) for b in parse(page).cells], site_path(page)
+            shown = [(lines(b["code"]), b["expected"]) for b in shown_blocks(built_site, page)]
+            ran = [(lines(b.code), b.expected_output) for b in parse(page).cells]
+            assert [(code, normalise(out or "")) for code, out in shown] == [
+                (code, normalise(out or "")) for code, out in ran
+            ], site_path(page)
 
 
 # ---------------------------------------------------------------- sequence
@@ -296,6 +303,9 @@ def run_notebook(path: Path, environment: Path, work: Path) -> list[str]:
         client.execute(env=reader_environment(HF_HUB_OFFLINE="1"))
     except CellExecutionError as exc:
         return [f"{path.name}: a cell raised:\n{exc}"]
+    finally:  # a kernel manager handed to nbclient is the caller's to shut down
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)
     problems = []
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for number, (cell, expected) in enumerate(zip(code_cells, shown, strict=True)):

@@ -242,3 +242,22 @@ def test_refuses_what_it_does_not_reproduce(minilm, tokenizer):
                                    intermediate_size=64, is_decoder=True)).eval()  # fmt: skip
     with pytest.raises(ValueError, match="causal"):
         bh.forward(decoder, ids)
+
+
+# ------------------------------------------------------------------ any device
+
+
+def test_follows_the_device_of_its_inputs():
+    """On the meta device (shapes, no numbers) a tensor made on the CPU raises as it would
+    on a GPU, so this proves that every tensor `forward` makes follows its inputs."""
+    with torch.device("meta"):
+        model = BertModel(BertConfig()).eval()
+        input_ids = torch.zeros(2, 9, dtype=torch.long)
+        attention_mask = torch.ones(2, 9, dtype=torch.long)
+    ours = bh.forward(model, input_ids, attention_mask, torch.zeros_like(input_ids))
+    assert ours.last_hidden_state.shape == (2, 9, 768)
+    assert ours.pooler_output.shape == (2, 768)
+    assert len(ours.hidden_states) == 13 and len(ours.attentions) == 12
+    assert ours.attentions[0].shape == (2, 12, 9, 9)
+    outputs = [ours.last_hidden_state, ours.pooler_output, *ours.hidden_states, *ours.attentions]
+    assert all(tensor.device.type == "meta" for tensor in outputs)

@@ -119,3 +119,19 @@ def test_gelu_is_the_tanh_approximation():
     x = torch.linspace(-10, 10, 20001)
     assert torch.allclose(gelu_tanh(x), F.gelu(x, approximate="tanh"), atol=1e-6)
     assert not torch.allclose(gelu_tanh(x), F.gelu(x), atol=1e-4)
+
+
+def test_follows_the_device_of_its_inputs():
+    """On the meta device (shapes, no numbers) a tensor made on the CPU raises as it would
+    on a GPU, so this proves that every tensor `forward` makes follows its inputs, with and
+    without a cache."""
+    with torch.device("meta"):
+        model = GPT2LMHeadModel(GPT2Config()).eval()
+        ids = torch.zeros(2, 7, dtype=torch.long)
+    logits, present = forward(model, ids)
+    assert logits.shape == (2, 7, 50257) and logits.device.type == "meta"
+    logits, present = forward(model, ids[:, :1], present)
+    assert logits.shape == (2, 1, 50257) and logits.device.type == "meta"
+    assert len(present) == 12
+    assert all(k.shape == v.shape == (2, 12, 8, 64) for k, v in present)
+    assert all(k.device.type == v.device.type == "meta" for k, v in present)

@@ -4,7 +4,9 @@
 # A language model gives a score (a logit) to every token of its vocabulary; the
 # decoding settings decide which token comes next. Here SmolLM2-135M-Instruct, a
 # real pretrained model, scores the next token after a prompt, and the table shows
-# what temperature, top-k and top-p do to those probabilities.
+# what temperature, top-k and top-p do to those probabilities. The model is the
+# 4-bit Q4_1 GGUF of SmolLM2, dequantized: `HuggingFaceTB/SmolLM2-135M-Instruct`
+# in full precision gives slightly different probabilities.
 #
 # To play, download the notebook (the link under the title), change the prompt
 # and the settings below and run it again.

@@ -1,0 +1,30 @@
+"""tools/timings.py: the line under a chapter's title says only what was measured."""
+
+import torch
+import transformers
+
+from tools import timings
+from tools.pages import DOCS
+
+PAGE = DOCS / "bert" / "tokenizer.md"
+VERSIONS = f"torch {torch.__version__.split('+')[0]}, transformers {transformers.__version__}"
+
+
+def test_a_build_with_no_timing_shows_the_versions_only(tmp_path):
+    assert timings.provenance(PAGE, tmp_path / "none.json") == f"Tested with {VERSIONS}"
+
+
+def test_a_timed_page_shows_its_time_cores_and_versions(tmp_path):
+    measured = tmp_path / "timings.json"
+    timings.record(PAGE, 3.14159, measured)
+    line = timings.provenance(PAGE, measured)
+    assert line.startswith("Runs in 3.1 s on ") and line.endswith(f"tested with {VERSIONS}")
+    assert "make test" not in line and "Not timed" not in line
+
+
+def test_a_time_measured_with_other_versions_is_not_shown(tmp_path):
+    measured = tmp_path / "timings.json"
+    timings.record(PAGE, 2.0, measured)
+    data = measured.read_text().replace(transformers.__version__, "0.0.1")
+    measured.write_text(data)
+    assert timings.provenance(PAGE, measured) == f"Tested with {VERSIONS}"
