@@ -202,8 +202,9 @@ def test_a_page_pasted_into_python_prints_what_it_shows(built_site, pasted, page
 
 def test_the_built_pages_show_the_code_the_tests_run(built_site):
     """What a reader copies from a chapter is, line for line, what tests/test_docs.py runs from
-    its source, includes expanded, and the outputs shown are those it compares. Blank lines are left out of the comparison: the site's
-    Markdown puts two more between two included sections."""
+    its source, includes expanded, and the outputs shown are those it compares. Blank lines
+    are left out of the comparison: the site's Markdown puts two more between two included
+    sections."""
 
     def lines(code):
         return [line.rstrip() for line in code.splitlines() if line.strip()]
