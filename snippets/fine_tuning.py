@@ -14,8 +14,6 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from snippets.book import computed_once
-
 NEUTRAL = 0.5  # sentences whose mean rating is within this of 0 have no clear side: dropped
 
 
@@ -169,5 +167,7 @@ def fine_tuning_run(reviews_path, train_size=1600, held_out_size=400):
 
 def cached_fine_tuning_run(reviews_path):
     """`fine_tuning_run`, computed once per version of this file and of torch."""
+    from snippets.book import computed_once  # not in the sections above: readers have no snippets/
+
     sources = [Path(__file__).read_bytes()]
     return computed_once(RUN_NAME, sources, lambda: fine_tuning_run(reviews_path))

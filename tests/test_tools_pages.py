@@ -216,3 +216,13 @@ def test_a_code_line_too_wide_for_the_page_is_reported(tmp_path):
     [problem] = page.problems
     assert "chapter.md:5:" in problem and "121 characters" in problem
     assert "ruff format" in problem
+
+
+def test_a_page_importing_the_books_own_code_is_reported(tmp_path):
+    """The book's environment has snippets/ installed; a reader's Python does not."""
+    page = page_from(
+        tmp_path, "# T\n\n```python\nimport torch\n\nfrom snippets.book import read_json\n```\n"
+    )
+    [problem] = page.problems
+    assert "chapter.md:6: `import snippets.book`" in problem
+    assert "--8<--" in problem

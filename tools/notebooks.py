@@ -16,12 +16,11 @@ from pathlib import Path
 
 import nbformat
 
-from tools.pages import DOCS, Page, notebook_path, parse, site_path
+from tools.pages import BOOK_PACKAGES, DOCS, Page, notebook_path, parse, site_path
 
 ADMONITION = re.compile(r'^(\s*)(?:!!!|\?\?\?\+?)\s+(\w+)(?:\s+"([^"]*)")?\s*$')
 MARKER = re.compile(r"^\s*<!--.*-->\s*$")
 FENCE = re.compile(r"^\s*(`{3,})")
-BOOK_PACKAGES = {"snippets", "tools"}  # this repository's own: not on the package index
 
 
 def has_notebook(page: Page) -> bool:
@@ -152,10 +151,11 @@ def requirements(code: list[str]) -> dict[str, str]:
     """What a notebook needs installed besides Python and torch, pinned to the versions the
     book is tested with: {distribution: version}.
 
-    Read from the code itself: the distribution of every module it imports, and `gguf` and
-    `accelerate` where it loads a GGUF file (transformers needs them, without an import in
-    the notebook). torch is left to the reader's environment: Colab has its own build, and
-    a pinned torch from the package index is the multi-GB CUDA one.
+    Read from the code itself: the distribution of every module it imports; numpy where it
+    calls a tensor's `.numpy()`; `gguf` and `accelerate` where it names a GGUF file
+    (transformers needs them, with no import in the notebook). torch is left to the
+    reader's environment: Colab has its own build, and a pinned torch from the package
+    index is the multi-GB CUDA one.
     """
     import importlib.metadata
 
@@ -167,7 +167,9 @@ def requirements(code: list[str]) -> dict[str, str]:
                 modules.update(alias.name.split(".")[0] for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 modules.add(node.module.split(".")[0])
-            elif isinstance(node, ast.keyword) and node.arg == "gguf_file":
+            elif isinstance(node, ast.Attribute) and node.attr == "numpy":
+                modules.add("numpy")  # torch's .numpy() needs numpy, which torch does not install
+            elif _names_a_gguf(node):
                 loads_gguf = True
     names = {
         name
@@ -177,6 +179,13 @@ def requirements(code: list[str]) -> dict[str, str]:
     if loads_gguf:
         names |= {"gguf", "accelerate"}
     return {name: importlib.metadata.version(name) for name in sorted(names)}
+
+
+def _names_a_gguf(node: ast.AST) -> bool:
+    """`gguf_file=...`, a "gguf_file" key, or a "....gguf" file name."""
+    if isinstance(node, ast.keyword):
+        return node.arg == "gguf_file"
+    return isinstance(node, ast.Constant) and str(node.value).endswith((".gguf", "gguf_file"))
 
 
 def setup_cell(code: list[str]) -> str:

@@ -38,6 +38,7 @@ INCLUDE = re.compile(r"""^(\s*)-{1,}8<-{1,}\s+(["'])([^"']+)\2\s*$""")
 # collects only `python`, so these would be shown on the site and never run
 PYTHONISH = re.compile(r"^\s*\{?\s*\.?(py|python|python3|pycon|ipython|ipython3)\b", re.I)
 RUNNABLE = {"python", "sh", "bash"}
+BOOK_PACKAGES = {"snippets", "tools"}  # this repository's own: not on the package index
 MAX_CODE_LINE = 100  # as ruff's line length for the book's code: wider lines scroll sideways
 
 
@@ -199,6 +200,8 @@ def parse(path: Path) -> Page:
             code, origins = fence.code, []
         block = Block(path, fence.lineno, fence.syntax, code, origins,
                       fence.expected_output, fence.expected_lineno)  # fmt: skip
+        if fence.syntax == "python":
+            page.problems.extend(_book_imports(block))
         block.skip_reason = _skip_reason(fence.marks, where, page.problems)
         page.blocks.append(block)
     return page
@@ -217,6 +220,28 @@ def _chaining_problems(fence: Fence, first_python: bool, where: str) -> list[str
             "running the page top to bottom gets what the tests ran."
         ]
     return []
+
+
+def _book_imports(block: Block) -> list[str]:
+    """An import of this repository's own packages, which a reader's Python does not have."""
+    try:
+        tree = ast.parse(block.code)
+    except SyntaxError:
+        return []  # the run reports it, with its line
+    problems = []
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        for name in names:
+            if name.split(".")[0] in BOOK_PACKAGES:
+                where = "{}:{}".format(*block.origins[node.lineno - 1]) if block.origins else ""
+                problems.append(
+                    f"{where or block.where}: `import {name}` runs here but not in a reader's "
+                    "Python, which has no snippets/ or tools/ (a pasted page, a notebook, Colab). "
+                    'Include the code on the page with --8<-- "module.py:section" instead.'
+                )
+    return problems
 
 
 def _long_lines(code: str, page: Path, first_line: int) -> list[str]:
