@@ -144,9 +144,13 @@ def failures(blocks: list[dict], results: list[dict]) -> list[str]:
 
 def reader_environment(**extra: str) -> dict[str, str]:
     """This process's environment without what the test harness adds for itself: no HF_*
-    variable (the harness runs offline), no MPLBACKEND."""
+    variable (the harness runs offline) but those that say where the machine's cache is,
+    HF_HOME and HF_HUB_CACHE, when whoever started the tests set them; no MPLBACKEND."""
     harness = ("HF_", "TRANSFORMERS_", "MPLBACKEND", "PYTEST_")
-    return {k: v for k, v in os.environ.items() if not k.startswith(harness)} | extra
+    where_the_cache_is = {"HF_HOME", "HF_HUB_CACHE"}
+    return {
+        k: v for k, v in os.environ.items() if k in where_the_cache_is or not k.startswith(harness)
+    } | extra
 
 
 def paste(blocks: list[dict], folder: Path, environment: dict[str, str]) -> list[dict]:
