@@ -18,9 +18,10 @@ Tolerances, float32, each measured (maxima over the inputs of these tests):
 - PADDING_ATOL = 5e-4 for what MiniLM computes at [PAD] positions (their hidden
   states and their rows of attention), which nothing downstream reads. Measured:
   9.8e-5. MiniLM amplifies rounding at those positions: there the library's own
-  float32 result is 3.8e-5 (an AVX2 CPU) to 8.5e-5 (AVX-512) off its float64 result,
-  several times ATOL, and ours is as close to float64 as the library's (same test). bert-base with random weights
-  shows no such effect and meets ATOL everywhere.
+  float32 result is 3.8e-5 to 8.5e-5 off its float64 result (two CPUs measured,
+  which round differently), several times ATOL, and ours is as close to float64 as
+  the library's (same test). bert-base with random weights shows no such effect and
+  meets ATOL everywhere.
 """
 
 import copy
@@ -131,9 +132,9 @@ def test_the_looser_tolerances_are_float32s_own(minilm, tokenizer):
 
     At 512 tokens, the library's float32 result and ours are each within ATOL of the
     float64 result, so within 2 × ATOL = LONG_ATOL of each other. At MiniLM's padding
-    positions the library's own float32 result misses ATOL, by how much depends on the
-    CPU's vector instructions, so no float32 code could meet it there; both are within PADDING_ATOL / 2, so within PADDING_ATOL
-    of each other.
+    positions the library's own float32 result misses ATOL, by an amount that depends on
+    the CPU, so no float32 code could meet it there; both are within PADDING_ATOL / 2, so
+    within PADDING_ATOL of each other.
     """
     exact_model = copy.deepcopy(minilm).double()
     long = tokenizer(LONG_TEXTS[1], truncation=True, return_tensors="pt")
