@@ -1,7 +1,6 @@
 """MkDocs hooks: the site build's entry into tools/site.py, which says what each does."""
 
 from tools.site import (
-    on_files,
     on_page_content,
     on_page_context,
     on_page_markdown,
@@ -10,7 +9,6 @@ from tools.site import (
 )
 
 __all__ = [
-    "on_files",
     "on_page_content",
     "on_page_context",
     "on_page_markdown",

@@ -8,7 +8,16 @@ import pytest
 
 from snippets.book import DOCS, nav_pages
 from tools import notebooks
-from tools.pages import LABS, display, mkdocs_config, notebook_path, pages, parse, site_path
+from tools.pages import (
+    LABS,
+    display,
+    lab_notebook_path,
+    mkdocs_config,
+    notebook_path,
+    pages,
+    parse,
+    site_path,
+)
 
 # elements and attributes through which a page loads something
 LOADS = {
@@ -40,6 +49,10 @@ class ResourceCollector(HTMLParser):
             self.urls.append(attrs[LOADS[tag]])
         if tag == "link" and LOADING_LINKS & set((attrs.get("rel") or "").split()):
             self.urls.append(attrs.get("href", ""))
+
+    def handle_data(self, data):
+        if self.lasttag == "script":  # what an inline script loads: import("..."), fetch("...")
+            self.urls += re.findall(r"""\b(?:import|fetch)\(\s*["'`]([^"'`]+)""", data)
 
 
 def is_remote(url):
@@ -85,13 +98,16 @@ def test_every_chapter_links_its_notebook_and_colab(site):
 
 
 @pytest.mark.parametrize("lab", sorted(LABS.glob("*.py")), ids=display)
-def test_each_lab_is_in_the_nav_and_edits_its_source(site, lab):
-    entry = lab.relative_to(DOCS).with_suffix(".md").as_posix()
+def test_each_lab_is_rendered_by_mkdocs_jupyter_and_links_its_notebook(site, lab):
+    entry = lab.relative_to(DOCS).with_suffix(".ipynb").as_posix()
     assert entry in nav_pages(), f"{display(lab)}: add `{entry}` to the nav"
     html = (site / site_path(lab) / "index.html").read_text(encoding="utf-8")
+    assert 'class="jupyter-wrapper"' in html, f"{display(lab)}: not rendered by mkdocs-jupyter"
     assert f"edit/main/docs/{lab.relative_to(DOCS).as_posix()}" in html
-    assert f'download href="../{lab.stem}.ipynb"' in html, f"{display(lab)}: no download link"
-    assert (site / site_path(lab) / ".." / f"{lab.stem}.ipynb").is_file()
+    assert f'<a href="{lab.stem}.ipynb" download>' in html, f"{display(lab)}: no download link"
+    assert (site / lab_notebook_path(lab.stem)).is_file()
+    colab = notebooks.colab_url(mkdocs_config().repo_url, lab_notebook_path(lab.stem))
+    assert f'href="{colab}"' in html, f"{display(lab)}: no Colab link"
 
 
 def test_images_load_lazily(site):

@@ -125,6 +125,17 @@ def test_page_works_in_a_browser(tab, server, built_site, source):
     )
     assert unrendered == 0, f"{where}: {unrendered} formulas are not rendered as MathML"
 
+    scrolling = tab.evaluate(
+        """() => [...document.querySelectorAll('article pre')]
+            .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+            .map(pre => pre.innerText.split('\\n')
+                .reduce((a, b) => (b.length > a.length ? b : a)))"""
+    )
+    assert not scrolling, (
+        f"{where}: {len(scrolling)} code blocks scroll sideways at 1280 px; the widest line "
+        f"of the first: {scrolling[0]!r}"
+    )
+
     copy_buttons = tab.locator("article .md-clipboard")
     if copy_buttons.count():
         copy_buttons.first.click(force=True)
@@ -167,3 +178,57 @@ def _check_budget(where, transferred, site):
 def _served_file(url, site):
     path = Path(site) / urlparse(url).path.lstrip("/")
     return path / "index.html" if path.is_dir() else path
+
+
+# the lowest contrast between text and background that WCAG allows for body text (AA)
+READABLE_CONTRAST = 4.5
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("lab", sorted(LABS.glob("*.py")), ids=display)
+def test_a_lab_is_readable_in_both_colour_schemes(browser, server, lab, scheme):
+    """Material follows the reader's system scheme on a first visit; mkdocs-jupyter's cells
+    must follow it too. Each code cell and each output, as screenshotted, must contrast
+    with its background."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+    tab = context.new_page()
+    tab.goto(server + site_path(lab), wait_until="networkidle")
+    expected = {"light": "default", "dark": "slate"}[scheme]
+    assert tab.evaluate("document.body.getAttribute('data-md-color-scheme')") == expected
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=SCREENSHOTS / f"{display(lab).replace('/', '_')}-{scheme}.png")
+    boxes = {
+        "code cell": tab.locator("article .jp-InputArea .highlight-ipynb pre"),
+        "output": tab.locator("article .jp-OutputArea-output pre"),
+    }
+    for kind, locator in boxes.items():
+        assert locator.count(), f"{display(lab)}: no {kind} on the page"
+        for number in range(locator.count()):
+            element = locator.nth(number)
+            element.scroll_into_view_if_needed()
+            ratio = contrast(element.screenshot())
+            assert ratio >= READABLE_CONTRAST, (
+                f"{display(lab)}, {scheme}: {kind} {number + 1} has contrast {ratio:.1f} "
+                f"(at least {READABLE_CONTRAST} to read)"
+            )
+    context.close()
+
+
+def contrast(png: bytes) -> float:
+    """WCAG contrast ratio between a screenshot's background (its commonest colour) and its
+    text (the 1 % of pixels furthest from that in luminance, so anti-aliased edges do not
+    count)."""
+    import numpy as np
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float) / 255
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    luminance = (linear @ [0.2126, 0.7152, 0.0722]).ravel()
+    levels, counts = np.unique(luminance.round(3), return_counts=True)
+    background = levels[counts.argmax()]
+    text = luminance[
+        np.abs(luminance - background) >= np.quantile(np.abs(luminance - background), 0.99)
+    ]
+    text_level = np.median(text)
+    light, dark = max(background, text_level), min(background, text_level)
+    return (light + 0.05) / (dark + 0.05)

@@ -31,7 +31,15 @@ import nbformat
 import pytest
 
 from snippets.book import nav
-from tools.pages import DOCS, mkdocs_config, notebook_path, pages, parse, site_path
+from tools.pages import (
+    DOCS,
+    lab_notebook_path,
+    mkdocs_config,
+    notebook_path,
+    pages,
+    parse,
+    site_path,
+)
 
 # The paste runs spend most of their time asleep: with no network and no HF_HUB_OFFLINE,
 # huggingface_hub retries each Hub lookup for about 23 s before it reads the cache.
@@ -65,12 +73,16 @@ paste(sys.argv[1], sys.argv[2])
 
 class CodeBlocks(HTMLParser):
     """The python blocks of a built page, in order, each with the output the page shows
-    under it (None if none); blocks marked as skipped are left out, as the tests skip them."""
+    under it (None if none); blocks marked as skipped are left out, as the tests skip them.
+
+    A chapter's blocks are Material's highlighted `pre`s, an output the `pre` after an
+    expected-output marker. A lab's are mkdocs-jupyter's cells: the code in a
+    `highlight-ipynb hl-python` block, what it printed in a text output area."""
 
     def __init__(self):
         super().__init__()
         self.blocks: list[dict] = []
-        self.language = None  # of the highlighted block being read
+        self.language = None  # of the block being read
         self.text: list[str] | None = None
         self.last: dict | None = None  # the last python block, None if it was skipped
         self.skip_next = self.output_next = False
@@ -82,10 +94,17 @@ class CodeBlocks(HTMLParser):
             self.skip_next = True
 
     def handle_starttag(self, tag, attrs):
-        classes = (dict(attrs).get("class") or "").split()
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
         if tag == "div" and "highlight" in classes:
             self.language = next((c[9:] for c in classes if c.startswith("language-")), "")
-        elif tag == "code" and self.language is not None:
+        elif tag == "div" and "highlight-ipynb" in classes:
+            self.language = next((c[3:] for c in classes if c.startswith("hl-")), "")
+        elif tag == "div" and "jp-OutputArea-output" in classes:
+            printed = attrs.get("data-mime-type") == "text/plain"
+            if printed and "jp-OutputArea-executeResult" not in classes:
+                self.language, self.output_next = "", True
+        elif tag == "pre" and self.language is not None:
             self.text = []
 
     def handle_data(self, data):
@@ -93,7 +112,7 @@ class CodeBlocks(HTMLParser):
             self.text.append(data)
 
     def handle_endtag(self, tag):
-        if tag != "code" or self.text is None:
+        if tag != "pre" or self.text is None:
             return
         text, language = "".join(self.text), self.language
         self.text = self.language = None
@@ -243,7 +262,7 @@ def downloaded_notebooks(site: Path) -> dict[str, Path]:
     """Every notebook the built site offers for download: name -> file."""
     found = {}
     for page in site_pages():
-        relative = f"labs/{page.stem}.ipynb" if page.suffix == ".py" else notebook_path(page)
+        relative = lab_notebook_path(page.stem) if page.suffix == ".py" else notebook_path(page)
         found[relative] = site / relative
     return found
 
@@ -357,7 +376,7 @@ def test_the_notebooks_have_a_set_up_cell_and_link_the_published_site(built_site
 
 @pytest.mark.parametrize(
     "name",
-    [f"labs/{p.stem}.ipynb" if p.suffix == ".py" else notebook_path(p) for p in site_pages()],
+    [lab_notebook_path(p.stem) if p.suffix == ".py" else notebook_path(p) for p in site_pages()],
 )
 def test_a_downloaded_notebook_runs_in_a_fresh_environment(notebook_runs, name):
     assert not notebook_runs[name], "\n\n".join(notebook_runs[name])

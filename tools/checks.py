@@ -85,8 +85,10 @@ def link_problems(page: Path, docs: Path = DOCS) -> list[str]:
 
 
 def _rendered_lab(path: Path) -> bool:
-    """The build renders labs/<name>.md from the lab labs/<name>.py."""
-    return path.suffix == ".md" and path.parent.name == "labs" and path.with_suffix(".py").is_file()
+    """The build executes the lab labs/<name>.py into labs/<name>.ipynb, its page."""
+    return (
+        path.suffix == ".ipynb" and path.parent.name == "labs" and path.with_suffix(".py").is_file()
+    )
 
 
 def shown_images(page: Path) -> list[tuple[int, str]]:

@@ -1,14 +1,14 @@
 """Labs: notebooks to play with, written as jupytext "percent" scripts (docs/labs/*.py).
 
-The site build executes each lab whose source changed into docs/labs/<name>.ipynb
-(a cell that raises fails the build) and renders it as a Markdown page, styled
-like every chapter, its figures as separate images (`lab_page`).
+The site build executes each lab whose source changed into docs/labs/<name>.ipynb,
+with its set-up cell first (a cell that raises fails the build); mkdocs-jupyter
+renders that notebook as the lab's page (mkdocs.yml).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
+import os
 import tempfile
 from pathlib import Path
 
@@ -17,7 +17,7 @@ import nbformat
 from snippets import hub
 from snippets.book import read_json, write_json
 from tools import notebooks
-from tools.notebooks import colab_url, setup_cell
+from tools.notebooks import setup_cell
 from tools.pages import LABS
 
 FINGERPRINTS = ".fingerprints.json"  # a dotfile: MkDocs does not publish it
@@ -35,6 +35,7 @@ def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
         digest = hashlib.sha256(source.read_bytes())
         digest.update(Path(hub.__file__).read_bytes())  # the weights a lab loads
         digest.update(Path(notebooks.__file__).read_bytes())  # its set-up cell
+        digest.update(Path(__file__).read_bytes())  # how it is executed
         target = source.with_suffix(".ipynb")
         if not force and target.exists() and manifest.get(source.name) == digest.hexdigest():
             continue
@@ -45,7 +46,9 @@ def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
         with tempfile.TemporaryDirectory() as scratch:
             resources = {"metadata": {"path": scratch}}
             client = NotebookClient(notebook, timeout=600, resources=resources)
-            client.execute()  # raises CellExecutionError, naming the cell, on any error
+            # the kernel draws figures inline, whatever backend the build itself was given
+            inline = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+            client.execute(env=inline)  # raises CellExecutionError, naming the cell, on any error
         for cell in notebook.cells:  # progress bars and library warnings are noise on a page
             if cell.cell_type == "code":
                 cell.outputs = [o for o in cell.outputs if o.get("name") != "stderr"]
@@ -54,37 +57,3 @@ def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
         executed.append(source.name)
     write_json(manifest_path, manifest)
     return executed
-
-
-def lab_page(notebook: nbformat.NotebookNode, name: str, repo_url: str) -> tuple[str, dict]:
-    """An executed lab as Markdown, and its figures: {file name under labs/<name>/: bytes}.
-
-    Under the title, links to download the executed notebook and open it in Colab.
-    """
-    colab = colab_url(repo_url, f"labs/{name}.ipynb")
-    links = (
-        f'<p class="provenance" markdown>:material-download: [notebook]({name}.ipynb){{ download }}'
-        f" · :material-rocket-launch-outline: [open in Colab]({colab})</p>"
-    )
-    parts, images = [], {}
-    for number, cell in enumerate(notebook.cells):
-        if cell.cell_type == "markdown":
-            title, _, rest = cell.source.partition("\n")
-            first = number == 0 and title.startswith("# ")
-            parts.append(f"{title}\n\n{links}\n{rest}" if first else cell.source)
-            continue
-        parts.append(f"```python\n{cell.source}\n```")
-        for index, output in enumerate(cell.outputs):
-            where = f"labs/{name}.py, cell {number}, output {index}"
-            if output.output_type == "stream":  # stdout only: marked as chapters mark it
-                marker = "<!--pytest-codeblocks:expected-output-->"
-                parts.append(f"{marker}\n```text\n{output.text.rstrip()}\n```")
-            elif "image/png" in output.get("data", {}):
-                image = f"cell-{number}-{index}.png"
-                images[image] = base64.b64decode(output.data["image/png"])
-                parts.append(f"![the figure drawn by the cell above]({name}/{image})")
-            elif "text/plain" in output.get("data", {}):
-                parts.append(f"```text\n{output.data['text/plain'].rstrip()}\n```")
-            else:
-                raise ValueError(f"{where}: no way to show a {output.output_type} output here")
-    return "\n\n".join(parts) + "\n", images

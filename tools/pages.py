@@ -103,6 +103,12 @@ def site_path(source: Path) -> str:
     return "" if relative.name == "index" else f"{relative.as_posix()}/"
 
 
+def lab_notebook_path(name: str) -> str:
+    """A lab's executed notebook in the built site, beside its page (mkdocs-jupyter puts it
+    there): attention-explorer -> labs/attention-explorer/attention-explorer.ipynb."""
+    return f"labs/{name}/{name}.ipynb"
+
+
 def notebook_path(source: Path) -> str:
     """docs/bert/tokenizer.md -> notebooks/bert/tokenizer.ipynb (in the built site)."""
     return "notebooks/" + source.relative_to(DOCS).with_suffix(".ipynb").as_posix()

@@ -3,7 +3,8 @@
 - before each build: provision the models and regenerate the figures whose code
   changed, so a figure can never be stale;
 - before each build, too: execute the labs whose source changed (a failing cell
-  fails the build), then render each as a Markdown page with its figures;
+  fails the build); mkdocs-jupyter renders the executed notebooks as pages, and
+  under each lab's title go the links to download it and to open it in Colab;
 - on each page: turn arithmatex's TeX into MathML, which browsers render natively:
   no math script, no font and no request to any other host;
 - images load lazily, so a long chapter does not fetch every figure up front;
@@ -19,12 +20,11 @@ from pathlib import Path
 
 import nbformat
 from latex2mathml.converter import convert
-from mkdocs.structure.files import File
 
 from snippets import figures
 from snippets.hub import provision, use_offline_hub
 from tools import labs, notebooks, timings
-from tools.pages import DOCS, LABS, notebook_path, pages, parse
+from tools.pages import DOCS, lab_notebook_path, notebook_path, pages, parse
 
 MATH = re.compile(
     r'<(?P<tag>span|div) class="arithmatex">\s*(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<block>.*?)\\\])'
@@ -32,6 +32,15 @@ MATH = re.compile(
     re.DOTALL,
 )
 IMG = re.compile(r"<img (?![^>]*\bloading=)")
+# what nbconvert's page template adds to every notebook: a MathJax script and its settings,
+# and a script that imports Mermaid from cdnjs when the page has a diagram
+NBCONVERT_MATHJAX = re.compile(
+    r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S
+)
+NBCONVERT_MERMAID = re.compile(
+    r'<script type="module">(?:(?!</script>).)*?jp-Mermaid.*?</script>', re.S
+)
+NOTEBOOK_MATH = re.compile(r"\$|\\\(|\\\[")
 
 
 def on_pre_build(config):
@@ -41,19 +50,13 @@ def on_pre_build(config):
     labs.build_labs()
 
 
-def on_files(files, config):
-    for lab in sorted(LABS.glob("*.py")):
-        executed = nbformat.read(lab.with_suffix(".ipynb"), as_version=4)
-        markdown, images = labs.lab_page(executed, lab.stem, config.repo_url)
-        files.append(File.generated(config, f"labs/{lab.stem}.md", content=markdown))
-        for name, data in images.items():
-            files.append(File.generated(config, f"labs/{lab.stem}/{name}", content=data))
-    return files
+def is_lab(page) -> bool:
+    return page.file.src_uri.startswith("labs/") and page.file.src_uri.endswith(".ipynb")
 
 
 def on_page_markdown(markdown, page, config, files):
     source = DOCS / page.file.src_uri
-    if page.file.generated_by or not notebooks.has_notebook(parse(source)):
+    if source.suffix != ".md" or not notebooks.has_notebook(parse(source)):
         return markdown  # not a chapter
     to_root = "../" * page.url.count("/")
     notebook = notebook_path(source)
@@ -74,12 +77,46 @@ def on_page_content(content, page, config, files):
         return convert(html.unescape(tex).strip(), display=display)
 
     content = MATH.sub(to_mathml, content)
+    if is_lab(page):
+        content = without_unused_loaders(content, Path(page.file.abs_src_path))
+        content = lab_links(content, Path(page.file.src_uri).stem, config.repo_url)
     return IMG.sub(r'<img loading="lazy" ', content)
 
 
+def without_unused_loaders(content: str, notebook: Path) -> str:
+    """nbconvert's page without its MathJax and Mermaid loaders, which fetch from a CDN.
+    No lab has math or a diagram; one that does fails the build, here, until they are
+    served from the site."""
+    markdown = "\n".join(
+        cell.source
+        for cell in nbformat.read(notebook, as_version=4).cells
+        if cell.cell_type == "markdown"
+    )
+    if NOTEBOOK_MATH.search(markdown) or "```mermaid" in markdown:
+        raise ValueError(
+            f"{notebook.with_suffix('.py').name}: math or a Mermaid diagram in a lab needs "
+            "MathJax or Mermaid served from the site (tools/site.py)"
+        )
+    content, mathjax = NBCONVERT_MATHJAX.subn("", content)
+    content, mermaid = NBCONVERT_MERMAID.subn("", content)
+    if (mathjax, mermaid) != (1, 1):
+        raise ValueError(f"{notebook.name}: nbconvert's loaders changed; see tools/site.py")
+    return content
+
+
+def lab_links(content: str, name: str, repo_url: str) -> str:
+    """Under the lab's title, links to download its notebook and to open it in Colab."""
+    colab = notebooks.colab_url(repo_url, lab_notebook_path(name))
+    links = (
+        f'<p class="provenance"><a href="{name}.ipynb" download>download the notebook</a>'
+        f' · <a href="{colab}">open in Colab</a></p>'
+    )
+    return content.replace("</h1>", "</h1>\n" + links, 1)
+
+
 def on_page_context(context, page, config, nav):
-    if page.file.generated_by and page.file.src_uri.startswith("labs/"):  # edit the lab's source
-        source = page.file.src_uri.removesuffix(".md") + ".py"
+    if is_lab(page):  # edit the lab's source, not the notebook the build executed
+        source = page.file.src_uri.removesuffix(".ipynb") + ".py"
         page.edit_url = f"{config.repo_url.rstrip('/')}/{config.edit_uri.strip('/')}/{source}"
     return context
 
