@@ -110,6 +110,21 @@ def test_each_lab_is_rendered_by_mkdocs_jupyter_and_links_its_notebook(site, lab
     assert f'href="{colab}"' in html, f"{display(lab)}: no Colab link"
 
 
+@pytest.mark.parametrize("lab", sorted(LABS.glob("*.py")), ids=display)
+def test_each_lab_links_the_chapter_it_extends_and_that_chapter_links_back(site, lab):
+    site_url = mkdocs_config().site_url
+    collector = LinkCollector()
+    collector.feed((site / site_path(lab) / "index.html").read_text(encoding="utf-8"))
+    chapters = [h.removeprefix(site_url) for h in collector.hrefs if h.startswith(site_url)]
+    chapters = [c for c in chapters if c and (site / c / "index.html").is_file()]
+    assert chapters, f"{display(lab)}: links no chapter of the site"
+    for chapter in chapters:
+        back = LinkCollector()
+        back.feed((site / chapter / "index.html").read_text(encoding="utf-8"))
+        to_lab = "../" * chapter.count("/") + site_path(lab)
+        assert to_lab in back.hrefs, f"{chapter} does not link back to {display(lab)}"
+
+
 def test_images_load_lazily(site):
     for page in site.rglob("*.html"):
         for tag in re.findall(r"<img\b[^>]*>", page.read_text(encoding="utf-8")):

@@ -18,7 +18,7 @@ from snippets import hub
 from snippets.book import read_json, write_json
 from tools import notebooks
 from tools.notebooks import setup_cell
-from tools.pages import LABS
+from tools.pages import LABS, mkdocs_config
 
 FINGERPRINTS = ".fingerprints.json"  # a dotfile: MkDocs does not publish it
 
@@ -28,6 +28,7 @@ def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
     import jupytext
     from nbclient import NotebookClient
 
+    site_url = mkdocs_config().site_url
     manifest_path = labs / FINGERPRINTS
     manifest = read_json(manifest_path)
     executed = []
@@ -36,10 +37,14 @@ def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
         digest.update(Path(hub.__file__).read_bytes())  # the weights a lab loads
         digest.update(Path(notebooks.__file__).read_bytes())  # its set-up cell
         digest.update(Path(__file__).read_bytes())  # how it is executed
+        digest.update(site_url.encode())  # where its links point
         target = source.with_suffix(".ipynb")
         if not force and target.exists() and manifest.get(source.name) == digest.hexdigest():
             continue
         notebook = jupytext.read(source)
+        for cell in notebook.cells:
+            if cell.cell_type == "markdown":
+                cell.source = notebooks.absolute_links(cell.source, source, site_url)
         code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
         notebook.cells.insert(1, nbformat.v4.new_code_cell(setup_cell(code)))
         notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}

