@@ -125,6 +125,16 @@ def test_each_lab_links_the_chapter_it_extends_and_that_chapter_links_back(site,
         assert to_lab in back.hrefs, f"{chapter} does not link back to {display(lab)}"
 
 
+def test_no_raw_tex_in_the_navigation_the_table_of_contents_or_the_search_index(site):
+    """Headings become nav, table-of-contents and search titles, where math is not
+    rendered: a heading with \\( ... \\) shows its TeX source there."""
+    import json
+
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    raw = [doc["location"] for doc in index["docs"] if re.search(r"\\[(\[]", doc["title"])]
+    assert not raw, f"headings with TeX, shown raw in the nav and search: {raw}"
+
+
 def test_images_load_lazily(site):
     for page in site.rglob("*.html"):
         for tag in re.findall(r"<img\b[^>]*>", page.read_text(encoding="utf-8")):

@@ -81,7 +81,7 @@ def test_warning_from_transformers_import_adamw_no_longer_exists():
 
 
 def test_warning_an_untrained_heads_answer_and_confidence_mean_nothing(reviews, tokenizer):
-    """docs/training/fine-tuning.md, warning "An untrained head's answer and its "confidence"
+    """docs/training/fine-tuning.md, warning "An untrained head's answer and its confidence
     mean nothing": before training, every probability is near 0.5, whatever the text."""
     model = classifier(seed=3).eval()
     inputs = tokenizer(reviews[0][:64], padding=True, return_tensors="pt")
