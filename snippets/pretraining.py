@@ -171,7 +171,7 @@ def acts_of(play):
 
 # --8<-- [start:config]
 def shakespeare_config(tokenizer, settings):
-    """BERT's architecture at a small size; every other choice is BERT's."""
+    """BERT's architecture at a small size, without dropout; every other choice is BERT's."""
     return BertConfig(
         vocab_size=len(tokenizer),  # V: MiniLM's 30,522 WordPiece tokens
         hidden_size=settings.hidden_size,  # C
