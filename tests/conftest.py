@@ -121,6 +121,30 @@ def run_training(main, tiny_settings, corpus, folder, *extra):
     return folder / "out"
 
 
+class LabRun:
+    """A lab's code cells run in one namespace, as its notebook runs them: the settings cell,
+    then the rest, each figure closed once drawn. `run(**settings)` runs the rest again
+    with new settings."""
+
+    def __init__(self, lab: Path):
+        import jupytext
+
+        cells = [c.source for c in jupytext.read(lab).cells if c.cell_type == "code"]
+        settings, *self.rest = cells
+        self.namespace: dict = {}
+        exec(settings, self.namespace)
+        self.run()
+
+    def run(self, **settings) -> dict:
+        import matplotlib.pyplot as plt
+
+        self.namespace |= settings
+        for cell in self.rest:
+            exec(cell, self.namespace)
+            plt.close("all")
+        return self.namespace
+
+
 def without_timing(metrics):
     """A run's metrics less its clock, which no two runs share."""
     return {key: value for key, value in metrics.items() if key not in {"seconds", "cpu_seconds"}}

@@ -6,19 +6,14 @@ sentence."""
 import random
 import re
 
-import jupytext
-import matplotlib.pyplot as plt
 import pytest
 
 from snippets.hub import shakespeare_dir
+from tests.conftest import LabRun
 from tools.pages import LABS
 
 LAB = LABS / "attention-explorer.py"
 RANDOM_SENTENCES = 20
-
-
-def code_cells() -> list[str]:
-    return [c.source for c in jupytext.read(LAB).cells if c.cell_type == "code"]
 
 
 def corpus_sentences(count: int, seed: int = 0) -> list[str]:
@@ -41,32 +36,22 @@ ODD_ONES = [
 
 
 @pytest.fixture(scope="module")
-def lab_namespace():
+def lab():
     """The lab run once as written: its model and functions, for the runs below."""
-    settings, *rest = code_cells()
-    namespace: dict = {}
-    exec(settings, namespace)
-    for cell in rest:
-        exec(cell, namespace)
-        plt.close("all")
-    return namespace, rest
+    return LabRun(LAB)
 
 
 @pytest.mark.parametrize("sentence", corpus_sentences(RANDOM_SENTENCES) + ODD_ONES)
-def test_the_explorer_works_on_any_sentence(lab_namespace, sentence, capsys):
-    namespace, rest = lab_namespace
-    namespace |= {"sentence": sentence, "word": "it", "layer": 5, "head": 11}
-    for cell in rest:
-        exec(cell, namespace)
-        plt.close("all")
+def test_the_explorer_works_on_any_sentence(lab, sentence, capsys):
+    namespace = lab.run(sentence=sentence, word="it", layer=5, head=11)
     followed = namespace["tokens"][namespace["query"]]
     assert followed in namespace["tokens"][1:-1], f"{sentence!r}: followed {followed!r}"
     printed = capsys.readouterr().out
     assert f"following {followed!r}" in printed
 
 
-def test_the_word_it_follows_is_the_one_asked_for_or_the_last_word(lab_namespace):
-    position_of = lab_namespace[0]["position_of"]
+def test_the_word_it_follows_is_the_one_asked_for_or_the_last_word(lab):
+    position_of = lab.namespace["position_of"]
     tokens = ["[CLS]", "it", "rains", ",", "it", "pours", "!", "[SEP]"]
     assert position_of("It", tokens) == 1
     assert position_of("storm", tokens) == 5  # "pours", the last word

@@ -5,20 +5,15 @@ Shakespeare corpus."""
 
 import random
 
-import jupytext
-import matplotlib.pyplot as plt
 import pytest
 import torch
 
 from snippets.hub import shakespeare_dir
+from tests.conftest import LabRun
 from tools.pages import LABS
 
 LAB = LABS / "logit-lens.py"
 RANDOM_PROMPTS = 20
-
-
-def code_cells() -> list[str]:
-    return [c.source for c in jupytext.read(LAB).cells if c.cell_type == "code"]
 
 
 def corpus_prompts(count: int, seed: int = 0) -> list[str]:
@@ -34,19 +29,12 @@ def corpus_prompts(count: int, seed: int = 0) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def lab_namespace():
-    settings, *rest = code_cells()
-    namespace: dict = {}
-    exec(settings, namespace)
-    for cell in rest:
-        exec(cell, namespace)
-        plt.close("all")
-    return namespace, rest
+def lab():
+    return LabRun(LAB)
 
 
-def test_each_row_of_the_lens_is_that_layers_stream_through_ln_f_and_the_head(lab_namespace):
-    namespace, _ = lab_namespace
-    model, logit_lens = namespace["model"], namespace["logit_lens"]
+def test_each_row_of_the_lens_is_that_layers_stream_through_ln_f_and_the_head(lab):
+    model, logit_lens = lab.namespace["model"], lab.namespace["logit_lens"]
     input_ids = torch.randint(
         0, model.config.vocab_size, (1, 40), generator=torch.Generator().manual_seed(0)
     )
@@ -71,10 +59,6 @@ def test_each_row_of_the_lens_is_that_layers_stream_through_ln_f_and_the_head(la
 
 
 @pytest.mark.parametrize("prompt", corpus_prompts(RANDOM_PROMPTS))
-def test_the_lens_works_on_any_prompt(lab_namespace, prompt, capsys):
-    namespace, rest = lab_namespace
-    namespace["prompt"] = prompt
-    for cell in rest:
-        exec(cell, namespace)
-        plt.close("all")
+def test_the_lens_works_on_any_prompt(lab, prompt, capsys):
+    lab.run(prompt=prompt)
     assert "the last row is the model's own logits: True" in capsys.readouterr().out
