@@ -387,3 +387,19 @@ def per_layer_statistics(layers, x):
 
 
 # --8<-- [end:per_layer_statistics]
+
+
+# --8<-- [start:detached_stream]
+class ReadsADetachedStream(EncoderLayer):
+    """A pre-norm layer whose sublayers read a detached copy of the stream.
+
+    The forward pass is unchanged; the gradient reaches the layers below through the
+    residual additions only, not through the sublayers that read their output.
+    """
+
+    def forward(self, x, mask=None):  # (B, T, C) -> (B, T, C)
+        x = x + self._attend(self.norm1(x.detach()), mask)
+        return x + self.dropout(self.feed_forward(self.norm2(x.detach())))
+
+
+# --8<-- [end:detached_stream]
