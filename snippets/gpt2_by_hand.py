@@ -92,11 +92,13 @@ def block(layer, x, cache=None):
 
 
 # --8<-- [start:forward]
-def forward(model, input_ids, past_key_values=None):
+def forward(model, input_ids, past_key_values=None, logits_to_keep=0):
     """(B, T) ids -> logits (B, T, V), and every layer's keys and values.
 
     past_key_values: None, or the `present` of an earlier call: a list of L
     (keys, values) pairs, each (B, H, P, D), for the P tokens before input_ids.
+    logits_to_keep: 0 for every position's logits; n for the last n positions only
+    (B, n, V), all that choosing the next token needs, as in transformers.
     """
     gpt = model.transformer
     T = input_ids.shape[1]
@@ -108,8 +110,9 @@ def forward(model, input_ids, past_key_values=None):
     for i, layer in enumerate(gpt.h):
         x, layer_cache = block(layer, x, None if past_key_values is None else past_key_values[i])
         present.append(layer_cache)
-    x = layer_norm(x, gpt.ln_f)  # (B, T, C): the final LayerNorm of a pre-norm stack
-    logits = x @ model.lm_head.weight.T  # (B, T, V): lm_head is wte, tied
+    x = x[:, -logits_to_keep:]  # (B, n, C); -0 is 0, so 0 keeps all T
+    x = layer_norm(x, gpt.ln_f)  # the final LayerNorm of a pre-norm stack
+    logits = x @ model.lm_head.weight.T  # (B, n, V): lm_head is wte, tied
     return logits, present
 
 

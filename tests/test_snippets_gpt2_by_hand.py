@@ -47,6 +47,19 @@ def test_logits_equal_the_library_at_the_124m_size(full_size):
 
 
 @torch.no_grad()
+@pytest.mark.parametrize("keep", [1, 5])
+def test_logits_to_keep_equals_the_library_at_the_124m_size(full_size, keep):
+    ids = random_ids(full_size, 2, 24, seed=3)
+    logits, present = forward(full_size, ids, logits_to_keep=keep)
+    assert logits.shape == (2, keep, 50257)
+    assert torch.allclose(logits, full_size(ids, logits_to_keep=keep).logits, atol=ATOL)
+    assert present[0][0].shape[2] == 24  # every position is still cached
+    _, cache = forward(full_size, ids[:, :20])
+    step, _ = forward(full_size, ids[:, 20:], cache, logits_to_keep=1)
+    assert torch.allclose(step, logits[:, -1:], atol=ATOL)
+
+
+@torch.no_grad()
 def test_cached_steps_equal_the_full_pass_at_the_124m_size(full_size):
     ids = random_ids(full_size, 1, 12, seed=2)
     full, _ = forward(full_size, ids)

@@ -169,7 +169,7 @@ def pre_post_norm():
         ax.set_xlabel("layer")
         ax.set_xticks(layers)
         ax.grid(alpha=0.3)
-        ax.legend(frameon=False)
+    right.legend(frameon=False, loc="lower left")  # one legend: the left panel has no room
     fig.tight_layout()
     return fig
 
