@@ -22,6 +22,36 @@ from snippets.gpt2_by_hand import forward
 
 
 # --8<-- [start:processors]
+# --8<-- [start:temperature]
+def apply_temperature(scores, temperature):
+    """Below 1 the distribution sharpens towards the top token; above 1 it flattens."""
+    return scores / temperature
+
+
+# --8<-- [end:temperature]
+# --8<-- [start:top_k]
+def keep_top_k(scores, k):
+    """Keep the k highest scores (and any tied with the k-th); the rest get -inf."""
+    kth_best = scores.topk(k).values[..., -1:]  # (1, 1)
+    return scores.masked_fill(scores < kth_best, float("-inf"))
+
+
+# --8<-- [end:top_k]
+# --8<-- [start:top_p]
+def keep_top_p(scores, p):
+    """Nucleus: keep the most likely tokens until their probabilities add up to p.
+
+    The token whose probability crosses p is kept: a token is removed only when the
+    tokens ranked above it already hold p or more.
+    """
+    probs, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)  # (1, V) each
+    mass_above = probs.cumsum(dim=-1) - probs  # (1, V): the mass of the tokens ranked higher
+    remove = (mass_above >= p).scatter(-1, order, mass_above >= p)  # back to vocabulary order
+    return scores.masked_fill(remove, float("-inf"))
+
+
+# --8<-- [end:top_p]
+# --8<-- [start:repetition_penalty]
 def penalize_repetition(scores, generated, penalty):
     """Make every token already in `generated` less likely (penalty > 1).
 
@@ -33,6 +63,8 @@ def penalize_repetition(scores, generated, penalty):
     return scores.scatter(-1, generated, seen)
 
 
+# --8<-- [end:repetition_penalty]
+# --8<-- [start:ngrams]
 def ban_repeated_ngrams(scores, generated, n):
     """Forbid any token that would repeat an n-gram already in `generated`."""
     tokens = generated[0].tolist()
@@ -46,27 +78,7 @@ def ban_repeated_ngrams(scores, generated, n):
     return scores.index_fill(-1, banned, float("-inf"))
 
 
-def apply_temperature(scores, temperature):
-    """Below 1 the distribution sharpens towards the top token; above 1 it flattens."""
-    return scores / temperature
-
-
-def keep_top_k(scores, k):
-    """Keep the k highest scores (and any tied with the k-th); the rest get -inf."""
-    kth_best = scores.topk(k).values[..., -1:]  # (1, 1)
-    return scores.masked_fill(scores < kth_best, float("-inf"))
-
-
-def keep_top_p(scores, p):
-    """Nucleus: keep the most likely tokens until their probabilities add up to p.
-
-    The token whose probability crosses p is kept: a token is removed only when the
-    tokens ranked above it already hold p or more.
-    """
-    probs, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)  # (1, V) each
-    mass_above = probs.cumsum(dim=-1) - probs  # (1, V): the mass of the tokens ranked higher
-    remove = (mass_above >= p).scatter(-1, order, mass_above >= p)  # back to vocabulary order
-    return scores.masked_fill(remove, float("-inf"))
+# --8<-- [end:ngrams]
 
 
 # --8<-- [end:processors]

@@ -75,6 +75,30 @@ def logistic_regression(features, labels, steps=300, lr=0.05, l2=1e-3):
 # --8<-- [end:bag_of_words]
 
 
+# --8<-- [start:frozen]
+@torch.no_grad()
+def sentence_features(encoder, tokenizer, texts, batch_size=100):
+    """Two fixed vectors per text from an encoder left as it is, (N, C) each: the pooler
+    output, which the classification head reads, and the mean of the token vectors over
+    the attention mask, normalised: the sentence embedding MiniLM was trained to give."""
+    encoder.eval()
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
+    pooled, means = [], []
+    for start in range(0, len(texts), batch_size):
+        inputs = tokenizer([texts[i] for i in order[start : start + batch_size]],
+                           padding=True, return_tensors="pt")  # fmt: skip
+        out = encoder(**inputs)
+        mask = inputs["attention_mask"].unsqueeze(-1).float()  # (B, T, 1): 0 at padding
+        mean = (out.last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1)  # (B, C)
+        pooled.append(out.pooler_output)
+        means.append(F.normalize(mean, dim=-1))
+    back = torch.tensor(order).argsort()  # from length order back to the order of texts
+    return torch.cat(pooled)[back], torch.cat(means)[back]
+
+
+# --8<-- [end:frozen]
+
+
 # --8<-- [start:fine_tune]
 @torch.no_grad()
 def accuracy(model, tokenizer, texts, labels, batch_size=100):

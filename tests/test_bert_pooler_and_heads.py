@@ -105,3 +105,25 @@ def test_pretraining_heads_by_hand(minilm, tokenizer):
     assert torch.allclose(scores[real], library.prediction_logits[real], atol=ATOL)
     next_sentence = bh.linear(ours.pooler_output, model.cls.seq_relationship)
     assert torch.allclose(next_sentence, library.seq_relationship_logits, atol=ATOL)
+
+
+def test_warning_shapes_do_not_check_a_rebuilt_model(minilm, tokenizer):
+    """docs/bert/pooler-and-heads.md, warning "Shapes do not check a rebuilt model": the
+    forward pass by hand without its padding mask has every shape right and the numbers
+    wrong on the real tokens of padded rows; with the mask it equals the library."""
+    batch = tokenizer(BATCH, padding=True, return_tensors="pt")
+    theirs = minilm(**batch, output_hidden_states=True)
+    ours = bh.forward(minilm, batch["input_ids"], batch["attention_mask"])
+    unmasked = bh.forward(minilm, batch["input_ids"], torch.ones_like(batch["attention_mask"]))
+    real = batch["attention_mask"].bool()
+    for result in (ours, unmasked):
+        assert result.last_hidden_state.shape == theirs.last_hidden_state.shape
+        assert result.pooler_output.shape == theirs.pooler_output.shape
+        assert len(result.hidden_states) == len(theirs.hidden_states)
+    assert torch.allclose(ours.last_hidden_state[real], theirs.last_hidden_state[real], atol=ATOL)
+    padded_rows = ~real.all(dim=1)
+    gap = unmasked.last_hidden_state - theirs.last_hidden_state  # (B, T, C)
+    assert all(gap[row][real[row]].abs().max() > 0.1 for row in padded_rows.nonzero()[:, 0])
+    unpadded = real.all(dim=1)  # a row without padding needs no mask
+    assert torch.allclose(unmasked.last_hidden_state[unpadded],
+                          theirs.last_hidden_state[unpadded], atol=ATOL)  # fmt: skip

@@ -48,3 +48,24 @@ def test_lm_head_is_tied_and_stored_once(gpt2_shakespeare):
     with safe_open(GPT2_SHAKESPEARE.snapshot_dir() / "model.safetensors", "pt") as stored:
         names = set(stored.keys())
     assert "transformer.wte.weight" in names and "lm_head.weight" not in names
+
+
+@torch.no_grad()
+def test_warning_attention_probabilities_need_the_eager_attention_implementation():
+    """docs/gpt2/forward.md, warning "Attention probabilities need the eager attention
+    implementation": the default (SDPA) returns no probabilities and no error; eager returns
+    one (B, H, T, T) tensor per block, each row summing to 1, with the same logits."""
+    from transformers import GPT2LMHeadModel
+
+    default = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+    eager = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id,
+                                            attn_implementation="eager")  # fmt: skip
+    ids = random_ids(eager, 2, 12, seed=11)
+    with_sdpa = default(ids, output_attentions=True)
+    with_eager = eager(ids, output_attentions=True)
+    assert default.config._attn_implementation == "sdpa"
+    assert not with_sdpa.attentions or all(a is None for a in with_sdpa.attentions)
+    assert len(with_eager.attentions) == eager.config.n_layer
+    assert all(a.shape == (2, eager.config.n_head, 12, 12) for a in with_eager.attentions)
+    assert torch.allclose(with_eager.attentions[0].sum(dim=-1), torch.ones(2, 4, 12), atol=1e-5)
+    assert torch.allclose(with_sdpa.logits, with_eager.logits, atol=1e-4)

@@ -218,6 +218,32 @@ def test_a_code_line_too_wide_for_the_page_is_reported(tmp_path):
     assert "ruff format" in problem
 
 
+def test_three_blank_lines_in_a_code_block_are_reported(tmp_path):
+    page = page_from(tmp_path, "# T\n\n```python\nx = 1\n\n\n\ny = 2\n\n\nz = 3\n```\n")
+    [problem] = page.problems
+    assert "chapter.md:7: three blank lines in a row" in problem
+
+
+def test_included_sections_bring_no_blank_lines_at_their_ends(tmp_path):
+    """A section ends with the two blank lines ruff leaves after a function, and holds
+    the markers of the sections inside it, which are dropped: neither shows as a run of
+    more than two blank lines on the page."""
+    page = page_from(tmp_path, """
+        ```python
+        --8<-- "decoding.py:processors"
+
+
+        print(apply_temperature)
+        ```
+        """)  # fmt: skip
+    [block] = page.blocks
+    assert not page.problems
+    assert "def keep_top_p" in block.code and "[start:top_p]" not in block.code
+    assert "\n\n\n\n" not in block.code
+    assert 'return scores.index_fill(-1, banned, float("-inf"))\n\n\nprint(' in block.code
+    assert all("\n\n\n\n" not in b.code for path in pages() for b in parse(path).blocks)
+
+
 def test_a_page_importing_the_books_own_code_is_reported(tmp_path):
     """The book's environment has snippets/ installed; a reader's Python does not."""
     page = page_from(

@@ -106,3 +106,34 @@ def test_a_few_fine_tuning_steps_reduce_the_loss_on_a_seeded_batch(reviews, toke
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 0.05
     assert all(b < a for a, b in itertools.pairwise(losses))
+
+
+def test_sentence_features_are_each_texts_own_whatever_its_batch(reviews, tokenizer):
+    """Sorting by length and padding change nothing: each row is its text's vectors alone."""
+    encoder = classifier().bert
+    texts = [reviews[0][i] for i in (5, 900, 17, 4000, 2)]  # uneven lengths, unsorted
+    pooled, means = fine_tuning.sentence_features(encoder, tokenizer, texts, batch_size=3)
+    assert pooled.shape == means.shape == (5, 384)
+    assert torch.allclose(means.norm(dim=-1), torch.ones(5), atol=1e-6)
+    for i, text in enumerate(texts):
+        alone_pooled, alone_mean = fine_tuning.sentence_features(encoder, tokenizer, [text])
+        assert torch.allclose(pooled[i], alone_pooled[0], atol=1e-5)
+        assert torch.allclose(means[i], alone_mean[0], atol=1e-5)
+
+
+def test_frozen_minilms_sentence_embedding_beats_its_pooler_on_another_split(reviews, tokenizer):
+    """The page's finding on a split it does not show: with the encoder frozen, the same
+    logistic regression scores higher on the mean of the token vectors than on the pooler
+    output (measured: 0.778 against 0.663 on this split)."""
+    train, held_out = fine_tuning.split(*reviews, 800, 400, seed=1)
+    encoder = classifier().bert
+    train_pooled, train_mean = fine_tuning.sentence_features(encoder, tokenizer, train[0])
+    held_pooled, held_mean = fine_tuning.sentence_features(encoder, tokenizer, held_out[0])
+    scores = []
+    for features, held_features in ((train_pooled, held_pooled), (train_mean, held_mean)):
+        layer = fine_tuning.logistic_regression(features, train[1])
+        with torch.no_grad():
+            predicted = layer(held_features).argmax(dim=-1)
+        scores.append((predicted == held_out[1]).float().mean().item())
+    pooler, mean = scores
+    assert mean > pooler + 0.05

@@ -107,3 +107,23 @@ def test_greedy_decoding_agrees_with_the_full_forward_pass():
         assert torch.equal(row[:stop], generated[:stop])
         assert (generated[stop:] == PAD).all()  # nothing after EOS
     assert 0.0 <= exact_match(model, source, target) <= 1.0
+
+
+def test_warning_build_the_target_mask_from_the_decoders_input():
+    """docs/transformer/training.md, warning "Build the target mask from the decoder's input,
+    not from the target": a mask built from the whole target (T + 1 tokens) fails against
+    the decoder's T; one built from the decoder's input gives the model's own logits."""
+    from snippets.transformer import causal_mask, padding_mask
+
+    torch.manual_seed(0)
+    model = Transformer(TOY_CONFIG).eval()
+    source, target = reversal_batch(4, torch.Generator().manual_seed(9))
+    decoder_input = target[:, :-1]  # (B, T)
+    memory_mask = padding_mask(source, PAD)
+    memory = model.encode(source, memory_mask)
+    too_long = padding_mask(target, PAD) & causal_mask(target.size(1))
+    with pytest.raises(RuntimeError, match="must match the size"):
+        model.decode(decoder_input, memory, too_long, memory_mask)
+    right = padding_mask(decoder_input, PAD) & causal_mask(decoder_input.size(1))
+    logits = model.decode(decoder_input, memory, right, memory_mask)
+    assert torch.equal(logits, model(source, decoder_input))

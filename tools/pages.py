@@ -198,6 +198,7 @@ def parse(path: Path) -> Page:
         if fence.syntax == "python":
             page.problems.extend(_chaining_problems(fence, first_python, where))
             page.problems.extend(_long_lines(fence.code, path, fence.lineno + 1))
+            page.problems.extend(_blank_runs(fence.code, path, fence.lineno + 1))
             first_python = False
         try:
             code, origins = expand_includes(fence.code, path, fence.lineno + 1)
@@ -250,6 +251,18 @@ def _book_imports(block: Block) -> list[str]:
     return problems
 
 
+def _blank_runs(code: str, page: Path, first_line: int) -> list[str]:
+    """Three or more blank lines in a row: the source has at most two, as ruff formats it."""
+    lines = code.splitlines()
+    return [
+        f"{display(page)}:{first_line + i}: three blank lines in a row in a code block. Leave "
+        "at most two, as ruff does; an included section brings none at its ends."
+        for i in range(2, len(lines))
+        if not any(line.strip() for line in lines[i - 2 : i + 1])
+        and (i == 2 or lines[i - 3].strip())
+    ]
+
+
 def _long_lines(code: str, page: Path, first_line: int) -> list[str]:
     return [
         f"{display(page)}:{first_line + offset}: a code line of {len(line)} characters: the "
@@ -299,13 +312,13 @@ class IncludeError(Exception):
 
 @functools.cache
 def _snippet_preprocessor():
-    """pymdownx.snippets configured exactly as in mkdocs.yml."""
+    """pymdownx.snippets (trimmed: tools/trimmed_snippets.py) configured as in mkdocs.yml."""
     import markdown
 
-    snippets_config = dict(mkdocs_config().mdx_configs.get("pymdownx.snippets", {}))
+    snippets_config = dict(mkdocs_config().mdx_configs.get("tools.trimmed_snippets", {}))
     md = markdown.Markdown(
-        extensions=["pymdownx.snippets"],
-        extension_configs={"pymdownx.snippets": snippets_config},
+        extensions=["tools.trimmed_snippets"],
+        extension_configs={"tools.trimmed_snippets": snippets_config},
     )
     return md.preprocessors["snippet"], [Path(p) for p in snippets_config["base_path"]]
 
@@ -318,7 +331,7 @@ def mkdocs_config():
 
     with contextlib.redirect_stderr(io.StringIO()):
         config = load_config(str(MKDOCS_YML))
-    snippets_config = config.mdx_configs.setdefault("pymdownx.snippets", {})
+    snippets_config = config.mdx_configs.setdefault("tools.trimmed_snippets", {})
     snippets_config["base_path"] = [
         str(REPO_ROOT / p) for p in snippets_config.get("base_path", ["."])
     ]

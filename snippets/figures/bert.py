@@ -502,19 +502,21 @@ def attention_heads():
     tokens, outputs = attention_sentence_outputs()
     probabilities = outputs.attentions[0][0]  # layer 0: (H, T, T)
     H = probabilities.shape[0]
+    # three heads a row, at about the width of the page, so that the token labels print at
+    # the size of the text around them
     fig, axes = plt.subplots(
-        3, H // 3, figsize=(11, 8.6), sharex=True, sharey=True, layout="constrained"
+        H // 3, 3, figsize=(9.5, 13.5), sharex=True, sharey=True, layout="constrained"
     )
     scale = PowerNorm(gamma=0.5, vmin=0, vmax=1)  # square root: spread-out heads stay visible
     for head, ax in enumerate(axes.flat):
         image = ax.imshow(probabilities[head].numpy(), cmap="Blues", norm=scale)
-        ax.set_title(f"head {head}", fontsize=9)
-        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=6.5)
-        ax.set_yticks(range(len(tokens)), tokens, fontsize=6.5)
+        ax.set_title(f"head {head}", fontsize=10)
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=9)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=9)
         ax.tick_params(length=0)
     fig.supxlabel("key: the token attended to", fontsize=9)
     fig.supylabel("query: the token attending", fontsize=9)
-    fig.colorbar(image, ax=axes, shrink=0.5, label="attention probability (square-root scale)")
+    fig.colorbar(image, ax=axes, shrink=0.4, label="attention probability (square-root scale)")
     return fig
 
 

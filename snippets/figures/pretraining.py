@@ -30,11 +30,12 @@ def pretraining_curves():
         ax.plot(steps[window - 1 :], smoothed(losses, window), color=colour, lw=1.6,
                 label=f"mean of {window} steps")  # fmt: skip
         ax.set_xlabel("training step")
+    # the NSP loss stays near ln 2, where a label on the line would sit under the curve
+    nsp.axhline(np.log(2), color="#555555", ls="--", lw=1, label="ln 2: a coin flip")
+    for ax in (mlm, nsp):
         ax.legend(frameon=False, fontsize=8)
     mlm.set_ylabel("MLM loss (nats per masked token)")
     mlm.set_ylim(top=np.log(30522) + 0.5)  # ln V: the loss of a uniform guess
-    nsp.axhline(np.log(2), color="#555555", ls="--", lw=1)
-    nsp.text(0, np.log(2), " ln 2: a coin flip", va="bottom", fontsize=8, color="#555555")
     nsp.set_ylabel("NSP loss (nats per pair)")
     accuracy.plot(held_steps, [e["mlm_top5"] for e in held], "o-", ms=3, color="#7986cb",
                   label="MLM top-5")  # fmt: skip
