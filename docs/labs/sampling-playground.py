@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-try:  # in the book's repository: the GGUF converted once, which loads in a second
+try:  # in the book's repository: the GGUF converted once, which loads without dequantising
     from snippets.hub import smollm2_dir
 
     source, options = smollm2_dir(), {}
