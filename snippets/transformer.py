@@ -402,4 +402,10 @@ class ReadsADetachedStream(EncoderLayer):
         return x + self.dropout(self.feed_forward(self.norm2(x.detach())))
 
 
+def spread(values):
+    """The largest distance from the mean, as a fraction of the mean."""
+    mean = sum(values) / len(values)
+    return max(abs(v - mean) for v in values) / mean
+
+
 # --8<-- [end:detached_stream]

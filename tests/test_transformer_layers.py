@@ -11,13 +11,12 @@ import pytest
 import torch
 from torch import nn
 
-from snippets.transformer import EncoderLayer, ReadsADetachedStream, per_layer_statistics
-
-
-def spread(values):
-    """The largest distance from the mean, as a fraction of the mean."""
-    mean = sum(values) / len(values)
-    return max(abs(v - mean) for v in values) / mean
+from snippets.transformer import (
+    EncoderLayer,
+    ReadsADetachedStream,
+    per_layer_statistics,
+    spread,
+)
 
 
 @pytest.mark.parametrize(("seed", "width", "depth"), [(1, 128, 12), (2, 64, 16), (3, 256, 8)])
