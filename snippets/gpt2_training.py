@@ -55,7 +55,8 @@ class Settings:
     decay_fraction: float = 0.4  # then stay there, and fall linearly over this last part of the run
     final_lr_fraction: float = 0.1  # down to this fraction of the peak
     grad_clip: float = 1.0  # largest gradient norm
-    autocast: str = "bfloat16"  # matmul precision in training ("float32" to turn it off)
+    muon_dtype: str = "float32"  # Muon's Newton-Schulz iterations; torch's Muon: bfloat16
+    autocast: str = "float32"  # "bfloat16": the forward pass's matrix products in bfloat16
     eval_every: int = 300  # held-out loss on the whole held-out play, every this many steps
     save_every: int = 100  # write the resumable state every this many steps
     stop_after: int = 0  # stop (resumably) after this step, as an interruption would; 0: never
@@ -154,6 +155,49 @@ def random_windows(stream, batch_size, length, generator):
     return windows[:, :-1], windows[:, 1:]  # (B, T) each
 
 
+# --8<-- [start:muon]
+def orthogonalize(update, dtype, steps=5, coefficients=(3.4445, -4.775, 2.0315)):
+    """Newton-Schulz iterations, in `dtype`: `update` with its singular values pushed
+    towards 1 (after five, all but the smallest lie between about 0.7 and 1.2)."""
+    a, b, c = coefficients
+    wide = update.size(0) <= update.size(1)
+    x = update.to(dtype) if wide else update.to(dtype).T  # (short, long)
+    x = x / x.norm().clamp(min=1e-7)  # the largest singular value is at most the norm
+    for _ in range(steps):
+        gram = x @ x.T  # (short, short)
+        x = torch.addmm(x, torch.addmm(gram, gram, gram, beta=b, alpha=c), x, beta=a)
+    return x if wide else x.T
+
+
+class Muon(torch.optim.Optimizer):
+    """torch.optim.Muon's update (Nesterov momentum, then Newton-Schulz) for GPT-2's
+    Conv1D weights, which are stored (in, out), with the iterations in `dtype`.
+
+    torch's Muon reads a matrix as (out, in), as nn.Linear stores it, and scales its step
+    by sqrt(max(1, out / in)); given a Conv1D weight, it would scale by the inverse shape.
+    It also iterates in bfloat16 only, which a CPU without bfloat16 arithmetic emulates.
+    """
+
+    def __init__(self, params, lr, momentum=0.95, dtype=torch.float32):
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dtype": dtype})
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for weight in group["params"]:  # (in, out)
+                if weight.grad is None:
+                    continue
+                momentum = self.state[weight].setdefault("momentum", torch.zeros_like(weight))
+                momentum.lerp_(weight.grad, 1 - group["momentum"])
+                update = weight.grad.lerp(momentum, group["momentum"])  # Nesterov's look-ahead
+                n_in, n_out = weight.shape
+                scale = max(1, n_out / n_in) ** 0.5
+                weight.add_(orthogonalize(update, group["dtype"]), alpha=-group["lr"] * scale)
+
+
+# --8<-- [end:muon]
+
+
 # --8<-- [start:schedule]
 def learning_rate_scale(step, settings):
     """The fraction of the peak rate at `step`: warm up, hold, decay linearly."""
@@ -172,7 +216,7 @@ def make_optimizers(model, settings):
     matrices = [p for p in model.parameters() if id(p) in in_blocks and p.dim() == 2]
     others = [p for p in model.parameters() if not (id(p) in in_blocks and p.dim() == 2)]
     return [
-        torch.optim.Muon(matrices, lr=settings.muon_lr, weight_decay=0.0),
+        Muon(matrices, lr=settings.muon_lr, dtype=getattr(torch, settings.muon_dtype)),
         torch.optim.AdamW(others, lr=settings.adamw_lr, betas=(0.9, 0.95), weight_decay=0.0),
     ]
 

@@ -129,7 +129,7 @@ SMOLLM2_GGUF = Checkpoint(
 # revision: the first 40 hex digits of the weights' sha256, the length of a commit id.
 GPT2_SHAKESPEARE = Checkpoint(
     repo_id="tensor-by-tensor/gpt2-shakespeare",
-    revision="aeb194dee31ccc3a2ae98a940ffee7b16c7ce9ec",
+    revision="4bea9323a134a84b93ad1d3f06f513bd28eaff64",
     package="",
     version="",
     folder="checkpoints/gpt2-shakespeare",
@@ -138,11 +138,11 @@ GPT2_SHAKESPEARE = Checkpoint(
         "generation_config.json": (
             "b5aeaf34cd0247663998bd0ba21b6c5f803c4316988cb6d0dd5ed61d32ca5a7d"
         ),
-        "metrics.json": "b3e66b565f9f873a6c14f6bb80f6b913a23165f2de6df7e1d043890ba7bc8c4f",
-        "model.safetensors": "aeb194dee31ccc3a2ae98a940ffee7b16c7ce9ec1d69bac6d90b50dc4a2da8be",
+        "metrics.json": "47907d34e45a07c9fc19f07fa6263a4410ea18895021c6e297bdb128154ccbcb",
+        "model.safetensors": "4bea9323a134a84b93ad1d3f06f513bd28eaff6464a85d7b2bf86242dc86770d",
         "tempest_gut.txt": "76b1bfcff40ead1585c280a7f14147c2761c7b9e6d6fb8598e7aae6e99509e26",
         "tokenizer.json": "691166d9890bbd39b1b2a8b194c6b6f03a41d394431bb85b921027128650524a",
-        "tokenizer_config.json": "bb6359a1f5ee6222986ddcfc4e3a1c8f39b7e555d6c5436306e7b9c509f28691",
+        "tokenizer_config.json": "874e76c570b46c46fffd58092edb954163e2f30af61d6e38065a3020b2b2f2c7",
     },
 )
 

@@ -94,18 +94,19 @@ def mask_tokens(input_ids, special_tokens_mask, vocab_size, mask_token_id, gener
 IS_NEXT, IS_RANDOM = 0, 1  # next_sentence_label values, as BertForPreTraining reads them
 
 
-def sentence_pair(documents, max_tokens, generator):
+def sentence_pair(documents, max_tokens, generator, source=None):
     """One NSP example: (segment A, segment B, label), each segment a list of token ids.
 
     `documents` is a list of documents, each a list of sentences, each a list of ids.
-    A is consecutive sentences from a document chosen in proportion to its length;
-    B is, with probability 1/2, the sentences that follow A (label IS_NEXT), otherwise
-    sentences from a random place in another document (label IS_RANDOM). A keeps at
-    most half of `max_tokens` (losing its start, so that the seam stays intact) and B
-    fills the rest.
+    A is consecutive sentences from document number `source`, or, if None, from one
+    chosen in proportion to its length; B is, with probability 1/2, the sentences that
+    follow A (label IS_NEXT), otherwise sentences from a random place in another
+    document (label IS_RANDOM). A keeps at most half of `max_tokens` (losing its start,
+    so that the seam stays intact) and B fills the rest.
     """
     sizes = torch.tensor([len(document) for document in documents], dtype=torch.float)
-    source = torch.multinomial(sizes, 1, generator=generator).item()
+    if source is None:
+        source = torch.multinomial(sizes, 1, generator=generator).item()
     sentences = documents[source]
     position = torch.randint(len(sentences) - 1, (1,), generator=generator).item()
     first = []
@@ -129,9 +130,11 @@ def sentence_pair(documents, max_tokens, generator):
 
 
 # --8<-- [start:batch]
-def pretraining_batch(documents, tokenizer, batch_size, max_length, generator):
-    """B pairs, encoded as [CLS] A [SEP] B [SEP] and padded to T, then masked."""
-    pairs = [sentence_pair(documents, max_length - 3, generator) for _ in range(batch_size)]
+def pretraining_batch(documents, tokenizer, batch_size, max_length, generator, source=None):
+    """B pairs, encoded as [CLS] A [SEP] B [SEP] and padded to T, then masked; each A is
+    from document number `source`, or from any (see `sentence_pair`) if None."""
+    pairs = [sentence_pair(documents, max_length - 3, generator, source)
+             for _ in range(batch_size)]  # fmt: skip
     input_ids = torch.full((batch_size, max_length), tokenizer.pad_token_id)  # (B, T)
     token_type_ids = torch.zeros(batch_size, max_length, dtype=torch.long)  # (B, T)
     for row, (first, second, _) in enumerate(pairs):
@@ -215,33 +218,50 @@ def pretraining_loss(model, batch):
 
 
 # --8<-- [start:evaluate]
+def word_tokens(tokenizer):
+    """(V,) True for each token with a letter in it, words and pieces of words; False for
+    punctuation, digits and the special tokens."""
+    tokens = tokenizer.convert_ids_to_tokens(range(len(tokenizer)))
+    special = set(tokenizer.all_special_tokens)
+    return torch.tensor([t not in special and any(c.isalpha() for c in t) for t in tokens])
+
+
 @torch.no_grad()
-def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, seed=0):
-    """MLM top-1 and top-5 accuracy over the chosen tokens, and NSP accuracy over the
-    pairs, on `pairs` examples drawn (seeded) from `documents`."""
+def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, seed=0,
+                      source=None):  # fmt: skip
+    """MLM top-1 and top-5 accuracy over the chosen tokens (and top-1 over the word tokens
+    among them), and NSP accuracy over the pairs, on `pairs` examples drawn (seeded) from
+    `documents`, each segment A from document number `source` if it is given."""
     generator = torch.Generator().manual_seed(seed)
-    counts = {"mlm_top1": 0, "mlm_top5": 0, "masked": 0, "nsp": 0, "pairs": 0}
+    is_word = word_tokens(tokenizer)  # (V,)
+    counts = dict.fromkeys(["mlm_top1", "mlm_top5", "masked", "word_top1", "words", "nsp"], 0)
     for start in range(0, pairs, batch_size):
         size = min(batch_size, pairs - start)
         batch = pretraining_batch(documents, tokenizer, size, model.config.max_position_embeddings,
-                                  generator)  # fmt: skip
+                                  generator, source)  # fmt: skip
         encoded = model.bert(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
                              attention_mask=batch["attention_mask"])  # fmt: skip
         chosen = batch["labels"] != -100  # (B, T)
         targets = batch["labels"][chosen]  # (M,)
         top5 = model.cls.predictions(encoded.last_hidden_state[chosen]).topk(5).indices  # (M, 5)
         nsp_logits = model.cls.seq_relationship(encoded.pooler_output)  # (B, 2)
-        counts["mlm_top1"] += (top5[:, 0] == targets).sum().item()
+        right = top5[:, 0] == targets  # (M,)
+        counts["mlm_top1"] += right.sum().item()
         counts["mlm_top5"] += (top5 == targets[:, None]).any(dim=1).sum().item()
         counts["masked"] += len(targets)
+        counts["word_top1"] += right[is_word[targets]].sum().item()
+        counts["words"] += is_word[targets].sum().item()
         counts["nsp"] += (nsp_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
-        counts["pairs"] += size
     return {
         "mlm_top1": counts["mlm_top1"] / counts["masked"],
         "mlm_top5": counts["mlm_top5"] / counts["masked"],
-        "nsp_accuracy": counts["nsp"] / counts["pairs"],
+        "mlm_top1_words": counts["word_top1"] / counts["words"],
+        "mlm_top1_other": (counts["mlm_top1"] - counts["word_top1"])
+        / (counts["masked"] - counts["words"]),
+        "nsp_accuracy": counts["nsp"] / pairs,
         "masked_tokens": counts["masked"],
-        "pairs": counts["pairs"],
+        "masked_words": counts["words"],
+        "pairs": pairs,
     }
 
 

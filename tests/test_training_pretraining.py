@@ -79,3 +79,46 @@ def test_the_shipped_checkpoint_was_trained_by_this_script(bert_shakespeare):
     assert model.config.to_diff_dict() | ignored == (
         pretraining.shakespeare_config(tokenizer, pretraining.Settings()).to_diff_dict() | ignored
     )
+
+
+def test_word_tokens_are_those_with_a_letter(tokenizer):
+    """docs/training/pretraining.md, "Words and punctuation": words and word pieces count as
+    words; punctuation, digits and the special tokens do not."""
+    is_word = pretraining.word_tokens(tokenizer)
+    assert is_word.shape == (len(tokenizer),)
+    ids = tokenizer.convert_tokens_to_ids
+    assert all(is_word[ids(t)] for t in ["the", "i", "king", "##ing", "##s"])
+    assert not any(is_word[ids(t)] for t in [",", ".", "'", "?", "1", "[MASK]", "[SEP]"])
+
+
+def test_pairs_from_one_source_take_their_random_half_from_the_others(shakespeare_documents):
+    """docs/training/pretraining.md, "NSP, measured as it was trained": with `source`, every
+    segment A comes from that document and every random B from another, as in training."""
+    streams = [" ".join(str(i) for line in d for i in line) for d in shakespeare_documents]
+
+    def home(ids):
+        return {i for i, s in enumerate(streams) if " ".join(map(str, ids)) in s}
+
+    generator = torch.Generator().manual_seed(1)
+    pairs = [pretraining.sentence_pair(shakespeare_documents, 61, generator, source=1)
+             for _ in range(200)]  # fmt: skip
+    assert {label for *_, label in pairs} == {pretraining.IS_NEXT, pretraining.IS_RANDOM}
+    for first, second, label in pairs:
+        assert 1 in home(first)
+        if label == pretraining.IS_NEXT:
+            assert 1 in home(first + second)
+        else:
+            assert 1 not in home(second) and home(second)
+
+
+def test_held_out_accuracy_splits_into_words_and_the_rest(bert_shakespeare):
+    """The word and non-word top-1 accuracies weigh back into the overall one, on pairs
+    from two acts of the held-out play."""
+    model, tokenizer = bert_shakespeare
+    _, held_out = training_runs.read_corpus(pretraining.Settings())
+    documents = [pretraining.sentences_of(act, tokenizer) for act in pretraining.acts_of(held_out)]
+    scores = pretraining.held_out_accuracy(model, tokenizer, documents[1:3], pairs=64, seed=3)
+    words, rest = scores["masked_words"], scores["masked_tokens"] - scores["masked_words"]
+    assert 0 < words < scores["masked_tokens"]
+    weighed = (scores["mlm_top1_words"] * words + scores["mlm_top1_other"] * rest) / (words + rest)
+    assert abs(weighed - scores["mlm_top1"]) < 1e-9

@@ -395,7 +395,7 @@ def classifier_model():
     )
 
 
-@figure("pooler-and-heads-flow.svg")
+@figure("task-heads-flow.svg")
 def pooler_flow():
     model, batch = classifier_model(), pairs_batch()
     calls = record_calls(model, batch)
