@@ -246,11 +246,12 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         top5 = model.cls.predictions(encoded.last_hidden_state[chosen]).topk(5).indices  # (M, 5)
         nsp_logits = model.cls.seq_relationship(encoded.pooler_output)  # (B, 2)
         right = top5[:, 0] == targets  # (M,)
+        words = is_word[targets]  # (M,)
         counts["mlm_top1"] += right.sum().item()
         counts["mlm_top5"] += (top5 == targets[:, None]).any(dim=1).sum().item()
         counts["masked"] += len(targets)
-        counts["word_top1"] += right[is_word[targets]].sum().item()
-        counts["words"] += is_word[targets].sum().item()
+        counts["word_top1"] += right[words].sum().item()
+        counts["words"] += words.sum().item()
         counts["nsp"] += (nsp_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
     return {
         "mlm_top1": counts["mlm_top1"] / counts["masked"],

@@ -145,6 +145,17 @@ class LabRun:
         return self.namespace
 
 
+def documents_holding(documents):
+    """A function from token ids to the indices of the documents whose token stream
+    contains them, contiguous."""
+    streams = [" ".join(str(i) for line in document for i in line) for document in documents]
+
+    def holding(ids):
+        return {i for i, stream in enumerate(streams) if " ".join(map(str, ids)) in stream}
+
+    return holding
+
+
 def without_timing(metrics):
     """A run's metrics less its clock, which no two runs share."""
     return {key: value for key, value in metrics.items() if key not in {"seconds", "cpu_seconds"}}

@@ -11,6 +11,7 @@ import torch
 from transformers import DataCollatorForLanguageModeling
 
 from snippets import pretraining
+from tests.conftest import documents_holding
 
 FIVE_SIGMA = 5  # a correct recipe lands outside 5 σ less than once in a million samples
 
@@ -89,13 +90,7 @@ def test_nsp_pairs_are_half_random_and_true_pairs_are_contiguous(shakespeare_doc
     labels = [label for *_, label in pairs]
     assert set(labels) == {pretraining.IS_NEXT, pretraining.IS_RANDOM}
     assert within(sum(labels) / len(labels), 0.5, len(labels))
-    streams = [
-        " ".join(str(i) for line in document for i in line) for document in shakespeare_documents
-    ]
-
-    def home(ids):  # the shakespeare_documents whose token stream contains these ids, contiguous
-        return {i for i, s in enumerate(streams) if " ".join(map(str, ids)) in s}
-
+    home = documents_holding(shakespeare_documents)
     for first, second, label in pairs[:300]:
         assert 0 < len(first) <= 30 and len(first) + len(second) <= 61 and second
         if label == pretraining.IS_NEXT:

@@ -15,7 +15,7 @@ from transformers import AutoTokenizer, BertConfig, BertForPreTraining
 
 from snippets import pretraining, training_runs
 from snippets.hub import BERT_SHAKESPEARE
-from tests.conftest import run_training, without_timing
+from tests.conftest import documents_holding, run_training, without_timing
 
 TINY = [
     "--max-length", "32", "--hidden-size", "16", "--num-layers", "1", "--num-heads", "2",
@@ -94,11 +94,7 @@ def test_word_tokens_are_those_with_a_letter(tokenizer):
 def test_pairs_from_one_source_take_their_random_half_from_the_others(shakespeare_documents):
     """docs/training/pretraining.md, "NSP, measured as it was trained": with `source`, every
     segment A comes from that document and every random B from another, as in training."""
-    streams = [" ".join(str(i) for line in d for i in line) for d in shakespeare_documents]
-
-    def home(ids):
-        return {i for i, s in enumerate(streams) if " ".join(map(str, ids)) in s}
-
+    home = documents_holding(shakespeare_documents)
     generator = torch.Generator().manual_seed(1)
     pairs = [pretraining.sentence_pair(shakespeare_documents, 61, generator, source=1)
              for _ in range(200)]  # fmt: skip
