@@ -53,12 +53,12 @@ class Settings:
     num_heads: int = 4  # H; head size D = C / H = 32
     intermediate_size: int = 512  # the feed-forward's hidden width, 4 × C as in BERT
     batch_size: int = 32  # B pairs per step: 4,096 tokens, about 600 of them masked
-    steps: int = 1800  # 7.4 M token slots: about five passes over the 1.3 M training tokens
+    steps: int = 4000  # 16.4 M token slots: about twelve passes over the 1.3 M training tokens
     lr: float = 1e-3  # peak AdamW rate: high, as small models and short runs allow
     warmup_steps: int = 100  # the rate rises linearly from 0 to its peak
     weight_decay: float = 0.01  # BERT's, on weight matrices only
     grad_clip: float = 1.0  # largest gradient norm
-    eval_every: int = 200  # held-out accuracies on the held-out play, every this many steps
+    eval_every: int = 500  # held-out accuracies on the held-out play, every this many steps
     eval_pairs: int = 512  # pairs drawn from the held-out play for each evaluation
     save_every: int = 100  # write the resumable state every this many steps
     stop_after: int = 0  # stop (resumably) after this step, as an interruption would; 0: never
@@ -350,8 +350,15 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
     run.metrics["threads"] = torch.get_num_threads()
     peak = optimizer.param_groups[0]["lr"]
 
+    as_trained = [sentences_of(held_out, tokenizer), *documents]  # A from the play, B from any
+
     def evaluate():
-        return held_out_accuracy(model, tokenizer, held_out_documents, settings.eval_pairs)
+        """MLM within the held-out play, its acts as documents; NSP as trained, with every
+        A from the held-out play and every random B from another work."""
+        within = held_out_accuracy(model, tokenizer, held_out_documents, settings.eval_pairs)
+        nsp = held_out_accuracy(model, tokenizer, as_trained, settings.eval_pairs, source=0)
+        return within | {"nsp_accuracy": nsp["nsp_accuracy"],
+                         "nsp_within_play": within["nsp_accuracy"]}  # fmt: skip
 
     for step in run.steps(evaluate):
         for group in optimizer.param_groups:
