@@ -150,14 +150,14 @@ GPT2_SHAKESPEARE = Checkpoint(
 # the first 40 hex digits of the weights' sha256.
 BERT_SHAKESPEARE = Checkpoint(
     repo_id="tensor-by-tensor/bert-shakespeare",
-    revision="005689aaad8d480362921e1a97b518b5b51b7e8a",
+    revision="ef1148753c86934fc5c2151deaea33759dcdf434",
     package="",
     version="",
     folder="checkpoints/bert-shakespeare",
     sha256={
         "config.json": "d3c11f1f42d25bfd369f689ab315eda28378e0d4b09133149fbe087992104d89",
-        "metrics.json": "8de5b9b50022592de7aab5b818cb41e5a79c0fdd74ffa15914d952e5f683fd69",
-        "model.safetensors": "005689aaad8d480362921e1a97b518b5b51b7e8a58b23a8607fa7aee9a9265ab",
+        "metrics.json": "7bae40d339eccc21f1a37b1769bb08f816784a03a589cdb3e991a93ce27e5c85",
+        "model.safetensors": "ef1148753c86934fc5c2151deaea33759dcdf43418ae16d4c0decc07b12c95d6",
         "tempest_gut.txt": "76b1bfcff40ead1585c280a7f14147c2761c7b9e6d6fb8598e7aae6e99509e26",
         "tokenizer.json": "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
         "tokenizer_config.json": "57ae5bb9fa54d30b7af97cd2344c1499d21af8ced33b402872b8b03930d89f9c",

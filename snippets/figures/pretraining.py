@@ -41,8 +41,12 @@ def pretraining_curves():
                   label="MLM top-5")  # fmt: skip
     accuracy.plot(held_steps, [e["mlm_top1"] for e in held], "o-", ms=3, color="#3f51b5",
                   label="MLM top-1")  # fmt: skip
+    accuracy.plot(held_steps, [e["mlm_top1_words"] for e in held], "o--", ms=3,
+                  color="#3f51b5", label="MLM top-1, words only")  # fmt: skip
     accuracy.plot(held_steps, [e["nsp_accuracy"] for e in held], "s-", ms=3, color="#00897b",
-                  label="NSP")  # fmt: skip
+                  label="NSP, as trained")  # fmt: skip
+    accuracy.plot(held_steps, [e["nsp_within_play"] for e in held], "s--", ms=3,
+                  color="#00897b", label="NSP, within the play")  # fmt: skip
     accuracy.set_ylim(0, 1)
     accuracy.set_xlabel("training step")
     accuracy.set_ylabel("accuracy on the held-out play")
