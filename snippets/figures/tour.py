@@ -18,6 +18,7 @@ BOXES = {
     "bert/feed-forward.md": ("Feed-\nforward", "(B, T, C)"),
     "bert/encoder.md": ("Encoder", "L × (B, T, C)"),
     "bert/pooler.md": ("Pooler", "(B, C)"),
+    "bert/sentence-embeddings.md": ("Sentence\nembeddings", "(B, C)"),
     "bert/task-heads.md": ("Task\nheads", "(B, 2)"),
     "training/masking.md": ("Masking\nrecipe", "ids, labels"),
     "training/pretraining.md": ("Pretraining\nMLM & NSP", "weights"),

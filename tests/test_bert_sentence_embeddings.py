@@ -1,0 +1,32 @@
+"""docs/bert/sentence-embeddings.md on MiniLM's real weights, on inputs the page does not
+show: its warning box (a plain mean over a padded batch depends on the batch). `embed`
+itself is proven equal to sentence-transformers in tests/test_snippets_sentence_embeddings.py."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from snippets import sentence_embeddings as se
+from tests.conftest import BATCH
+
+pytestmark = pytest.mark.usefixtures("no_grad")
+
+
+def test_warning_a_plain_mean_over_pad_depends_on_the_batch(minilm, tokenizer):
+    """docs/bert/sentence-embeddings.md, warning "A plain mean over `[PAD]` depends on the
+    batch": in a padded batch, the masked mean of each row equals that
+    sentence's mean alone; the plain mean over every position does not, for padded rows."""
+    batch = tokenizer(BATCH, padding=True, return_tensors="pt")
+    hidden = minilm(**batch).last_hidden_state  # (B, T, C)
+    masked = se.mean_pool(hidden, batch["attention_mask"])  # (B, C)
+    plain = hidden.mean(dim=1)  # (B, C)
+    padded = (batch["attention_mask"] == 0).any(dim=1)  # (B,)
+    assert padded.any() and not padded.all()
+    for row, text in enumerate(BATCH):
+        alone = minilm(**tokenizer(text, return_tensors="pt")).last_hidden_state.mean(dim=1)[0]
+        assert torch.allclose(masked[row], alone, atol=1e-5), text
+        cosine = F.cosine_similarity(plain[row], alone, dim=0)
+        if padded[row]:
+            assert cosine < 0.99, text
+        else:
+            assert torch.allclose(plain[row], alone, atol=1e-5), text

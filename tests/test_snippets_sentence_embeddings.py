@@ -1,0 +1,76 @@
+"""snippets/sentence_embeddings.py against sentence-transformers, on MiniLM's real weights
+and on inputs docs/bert/sentence-embeddings.md does not show: padded batches of uneven
+lengths, batches split differently, a text past the 256-token limit, sentence order."""
+
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from snippets import sentence_embeddings as se
+from snippets.hub import MINILM
+
+pytestmark = pytest.mark.usefixtures("no_grad")
+
+UNEVEN = [
+    "Hi.",
+    "The quick brown fox jumps over the lazy dog while the farmer looks on.",
+    "Où est la gare ? Je ne la trouve pas.",
+    "Tokens, tokens: 12,345 of them!",
+    "A",
+    " ".join(["a sentence far longer than the model's limit of 256 tokens"] * 40),
+    "Naïve café owners prefer déjà-vu.",
+]
+
+
+@pytest.fixture(scope="module")
+def library():
+    return SentenceTransformer(MINILM.repo_id, device="cpu")
+
+
+def test_embed_equals_sentence_transformers_on_uneven_padded_batches(minilm, tokenizer, library):
+    theirs = library.encode(UNEVEN, convert_to_tensor=True)  # (N, C)
+    for batch_size in (1, 3, 32):
+        ours = se.embed(minilm, tokenizer, UNEVEN, batch_size=batch_size)
+        assert ours.shape == theirs.shape == (len(UNEVEN), 384)
+        assert torch.allclose(ours, theirs, atol=1e-5), batch_size
+
+
+def test_embed_cuts_at_the_configured_length(minilm, tokenizer, library):
+    """The long text is cut at 256 tokens, as sentence_bert_config.json says and as
+    sentence-transformers does: its embedding equals that of its first 254 word pieces."""
+    assert library.max_seq_length == se.MAX_TOKENS
+    long = UNEVEN[-2]
+    kept = tokenizer(long, add_special_tokens=False)["input_ids"][: se.MAX_TOKENS - 2]
+    cut = tokenizer.decode(kept)
+    assert len(tokenizer(long)["input_ids"]) > se.MAX_TOKENS
+    ours = se.embed(minilm, tokenizer, [long, cut])
+    assert torch.allclose(ours[0], ours[1], atol=1e-5)
+
+
+def test_rows_are_unit_vectors_and_do_not_depend_on_their_batch(minilm, tokenizer):
+    together = se.embed(minilm, tokenizer, UNEVEN)
+    assert torch.allclose(together.norm(dim=-1), torch.ones(len(UNEVEN)), atol=1e-6)
+    alone = torch.cat([se.embed(minilm, tokenizer, [text]) for text in UNEVEN])
+    assert torch.allclose(together, alone, atol=1e-5)
+
+
+def test_mean_pool_leaves_out_padding():
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 4, 3)
+    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    pooled = se.mean_pool(hidden, mask)
+    assert torch.allclose(pooled[0], hidden[0, :2].mean(dim=0))
+    assert torch.allclose(pooled[1], hidden[1].mean(dim=0))
+
+
+def test_search_and_ranks_agree_with_sorting():
+    torch.manual_seed(1)
+    corpus = torch.nn.functional.normalize(torch.randn(50, 8), dim=-1)
+    queries = torch.nn.functional.normalize(torch.randn(5, 8), dim=-1)
+    scores, indices = se.search(queries, corpus, top_k=4)
+    order = (queries @ corpus.T).argsort(dim=-1, descending=True)  # (Q, N)
+    assert torch.equal(indices, order[:, :4])
+    assert torch.allclose(scores, (queries @ corpus.T).gather(1, indices))
+    answers = torch.tensor([3, 10, 0, 49, 7])
+    expected = [order[q].tolist().index(a) + 1 for q, a in enumerate(answers.tolist())]
+    assert se.ranks(queries, corpus, answers).tolist() == expected
