@@ -129,3 +129,98 @@ def generate(
 
 
 # --8<-- [end:generate]
+
+
+# --8<-- [start:beam_search]
+def reorder(cache, beams):
+    """Keep, in every layer's (keys, values), the rows of the beams that go on."""
+    return [(keys[beams], values[beams]) for keys, values in cache]
+
+
+@torch.no_grad()
+def beam_search(
+    model, input_ids, num_beams, max_new_tokens, length_penalty=1.0, early_stopping=False,
+    eos_token_id=None,
+):  # fmt: skip
+    """The most likely continuation of input_ids (1, T) that num_beams running guesses find.
+
+    A hypothesis ends with eos_token_id or at max_new_tokens; its score is its summed
+    log-probability divided by (tokens generated) ** length_penalty. Returns the best
+    finished hypothesis, (1, T').
+    """
+    K = num_beams
+    beams = input_ids.expand(K, -1)  # (K, T): K copies of the prompt to start
+    scores = torch.full((K,), float("-inf"))  # (K,): each beam's summed log-probability
+    scores[0] = 0.0  # one beam at first, so that the K copies don't pick the same tokens
+    finished = []  # (score, ids (1, T')) of the best ended hypotheses, at most K
+    new_ids, cache = beams, None
+    for step in range(1, max_new_tokens + 1):
+        logits, cache = forward(model, new_ids, cache, logits_to_keep=1)  # (K, 1, V)
+        log_probs = logits[:, -1].float().log_softmax(dim=-1)  # (K, V)
+        V = log_probs.shape[-1]
+        candidates = (scores[:, None] + log_probs).view(-1)  # (K V,): every beam, every token
+        # 2K candidates, so that K are left to go on even if K of them end here
+        top_scores, top = candidates.topk(2 * K)  # (2K,) each, best first
+        origin, token = top // V, top % V  # (2K,) each: which beam, which next token
+        extended = torch.cat([beams[origin], token[:, None]], dim=1)  # (2K, T + 1)
+        ends = torch.full_like(token, step == max_new_tokens, dtype=torch.bool)  # (2K,)
+        if eos_token_id is not None:
+            ends |= token == eos_token_id
+        for i in range(K):  # only the K best candidates may end: the rest are spares
+            if ends[i]:
+                finished.append(((top_scores[i] / step**length_penalty).item(), extended[i]))
+        finished = sorted(finished, key=lambda hypothesis: -hypothesis[0])[:K]
+        going_on = (~ends).nonzero()[:K, 0]  # (K,): the best candidates that did not end
+        if len(going_on) == 0:  # every candidate reached max_new_tokens
+            break
+        beams, scores = extended[going_on], top_scores[going_on]  # (K, T + 1), (K,)
+        cache = reorder(cache, origin[going_on])
+        new_ids = token[going_on, None]  # (K, 1): only the new tokens go through the model
+        if len(finished) == K:
+            if early_stopping is True:
+                break
+            # could the best running beam still beat the worst finished hypothesis?
+            length = max_new_tokens if early_stopping == "never" and length_penalty > 0 else step
+            if (scores[0] / length**length_penalty).item() <= finished[-1][0]:
+                break
+    return finished[0][1][None]  # (1, T')
+
+
+# --8<-- [end:beam_search]
+
+
+# --8<-- [start:generate_batch]
+@torch.no_grad()
+def generate_batch(
+    model, input_ids, attention_mask, max_new_tokens, eos_token_id=None, pad_token_id=None
+):
+    """Greedy continuations of B prompts at once, padded on the left: (B, T) -> (B, T').
+
+    attention_mask is 1 on real tokens and 0 on padding. A row that has produced
+    eos_token_id gets pad_token_id from then on; the loop stops when every row has.
+    """
+    ids, mask = input_ids, attention_mask  # (B, T) each
+    # each prompt's first real token is position 0, however much padding precedes it
+    positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)  # (B, T)
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool)  # (B,)
+    new_ids, cache = ids, None
+    for _ in range(max_new_tokens):
+        out = model(
+            new_ids, attention_mask=mask, position_ids=positions[:, -new_ids.shape[1] :],
+            past_key_values=cache, use_cache=True, logits_to_keep=1,
+        )  # fmt: skip
+        cache = out.past_key_values
+        next_id = out.logits[:, -1].argmax(dim=-1)  # (B,)
+        if eos_token_id is not None:
+            next_id = next_id.masked_fill(finished, pad_token_id)
+            finished |= next_id == eos_token_id
+        new_ids = next_id[:, None]  # (B, 1)
+        ids = torch.cat([ids, new_ids], dim=1)  # (B, T + 1)
+        mask = torch.cat([mask, torch.ones_like(new_ids)], dim=1)  # (B, T + 1)
+        positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)  # (B, T + 1)
+        if finished.all():
+            break
+    return ids
+
+
+# --8<-- [end:generate_batch]

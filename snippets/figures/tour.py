@@ -31,12 +31,15 @@ BOXES = {
     "transformer/layers.md": ("Encoder &\ndecoder", "(B, T, C)"),
     "transformer/model.md": ("Full model", "(B, T, V)"),
     "transformer/training.md": ("Training", "loss"),
+    "gpt2/encoder-to-decoder.md": ("Encoder to\ndecoder", "(B, T, C)"),
     "gpt2/tokenizer.md": ("Byte-level\nBPE", "ids (1, T)"),
     "gpt2/training.md": ("Training\na GPT-2", "weights"),
     "gpt2/forward.md": ("Forward\npass", "logits (1, T, V)"),
     "gpt2/generation.md": ("Generation", "next id"),
     "gpt2/kv-cache.md": ("KV cache", "(1, H, T, D)"),
+    "gpt2/beam-search.md": ("Beams &\nbatches", "ids (B, T')"),
     "gpt2/smollm2.md": ("SmolLM2", "text"),
+    "gpt2/looking-inside.md": ("Looking\ninside", "(L + 1, T, V)"),
 }
 COLOURS = ["#3f51b5", "#6a1b9a", "#00897b", "#e65100", "#546e7a", "#ad1457"]
 
