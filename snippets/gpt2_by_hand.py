@@ -36,10 +36,12 @@ def conv1d(x, layer):
 
 
 # --8<-- [start:attention]
-def causal_attention(attn, x, cache=None):
+def causal_attention(attn, x, cache=None, head_mask=None):
     """Masked self-attention of x's T tokens over the P cached ones and themselves.
 
     x: (B, T, C). cache: None, or this layer's (keys, values), each (B, H, P, D).
+    head_mask: None, or (H,): each head's output is multiplied by its entry before
+    c_proj mixes the heads, so a 0 silences that head (docs/gpt2/looking-inside.md).
     Returns the output (B, T, C) and the new cache, each (B, H, S, D), S = P + T.
     """
     B, T, C = x.shape
@@ -58,7 +60,10 @@ def causal_attention(attn, x, cache=None):
     allowed = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=S - T)  # (T, S)
     scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)  # (B, H, T, S): each row sums to 1
-    out = (weights @ v).transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side
+    out = weights @ v  # (B, H, T, D): one output per head
+    if head_mask is not None:
+        out = out * head_mask.view(H, 1, 1)  # (B, H, T, D): a head times 0 adds nothing
+    out = out.transpose(1, 2).reshape(B, T, C)  # (B, T, C): heads side by side
     return conv1d(out, attn.c_proj), (k, v)
 
 
@@ -80,9 +85,9 @@ def mlp(block_mlp, x):
 
 
 # --8<-- [start:block]
-def block(layer, x, cache=None):
+def block(layer, x, cache=None, head_mask=None):
     """One pre-norm block: LayerNorm before each sublayer, the residual around it."""
-    attended, new_cache = causal_attention(layer.attn, layer_norm(x, layer.ln_1), cache)
+    attended, new_cache = causal_attention(layer.attn, layer_norm(x, layer.ln_1), cache, head_mask)
     x = x + attended  # (B, T, C)
     x = x + mlp(layer.mlp, layer_norm(x, layer.ln_2))  # (B, T, C)
     return x, new_cache

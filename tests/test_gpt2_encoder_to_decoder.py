@@ -1,10 +1,83 @@
-"""Parity tests for docs/gpt2/encoder-to-decoder.md: its hand-written code against the library."""
+"""docs/gpt2/encoder-to-decoder.md's claims, on inputs the page does not show: an encoder
+(MiniLM) lets a later token change every output, a decoder (the book's GPT-2) none before
+it; Part II's DecoderLayer with its cross-attention silenced is GPT-2's block, whatever the
+memory; and the warning box on calling a block alone. The layer's parity with GPT2Block
+is in tests/test_snippets_encoder_to_decoder.py."""
 
 import pytest
+import torch
+from transformers import GPT2LMHeadModel
+
+from snippets.encoder_to_decoder import copy_gpt2_block
+from snippets.hub import GPT2_SHAKESPEARE
+from snippets.transformer import DecoderLayer, causal_mask
+
+pytestmark = pytest.mark.usefixtures("no_grad")
 
 
-def test_encoder_to_decoder_matches_the_reference_on_inputs_the_page_does_not_show():
-    pytest.fail(
-        "not written yet: check docs/gpt2/encoder-to-decoder.md against its reference on inputs the page "
-        "does not show (padding, sentence pairs, long sequences, full-size configs)"
-    )
+def same(ours, theirs):
+    """As on the page: no difference above a millionth of the largest value."""
+    return bool((ours - theirs).abs().max() <= 1e-6 * theirs.abs().max())
+
+
+def random_ids(vocab_size, batch, length, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(vocab_size, (batch, length), generator=generator)
+
+
+def test_an_encoder_reads_later_tokens_and_a_decoder_does_not(minilm, gpt2_shakespeare):
+    """Change the tokens from position 8 on: every MiniLM output moves, no GPT-2 output
+    before position 8 does."""
+    for model, vocab_size in [(minilm, 30522), (gpt2_shakespeare, 4096)]:
+        ids = random_ids(vocab_size, 2, 20, seed=3)
+        changed = ids.clone()
+        changed[:, 8:] = random_ids(vocab_size, 2, 12, seed=4)
+        before = model(ids, output_hidden_states=True).hidden_states[-1]
+        after = model(changed, output_hidden_states=True).hidden_states[-1]
+        moved = (before - after).abs().amax(dim=-1)  # (B, T)
+        if model is minilm:
+            assert (moved > 1e-3).all()
+        else:
+            assert torch.equal(before[:, :8], after[:, :8])
+            assert (moved[:, 8:] > 1e-3).all()
+
+
+def test_the_decoder_layer_with_silenced_cross_attention_is_the_gpt2_block(gpt2_shakespeare):
+    C, H = gpt2_shakespeare.config.n_embd, gpt2_shakespeare.config.n_head
+    gpt = gpt2_shakespeare.transformer
+    ids = random_ids(4096, 3, 50, seed=5)
+    # the model's hidden states: the inputs of its blocks, each block's output but the last's
+    hidden = gpt2_shakespeare(ids, output_hidden_states=True).hidden_states
+    for i, block in enumerate(gpt.h[:-1]):
+        ours = copy_gpt2_block(block).eval()
+        torch.manual_seed(i)
+        decoder = DecoderLayer(
+            C, H, 4 * C, norm_first=True, activation=ours.feed_forward.activation
+        )
+        decoder.eval()
+        decoder.self_attn, decoder.feed_forward = ours.self_attn, ours.feed_forward
+        decoder.norm1, decoder.norm3 = ours.norm1, ours.norm2
+        torch.nn.init.zeros_(decoder.cross_attn.out_proj.weight)
+        torch.nn.init.zeros_(decoder.cross_attn.out_proj.bias)
+        for S in (1, 7, 64):
+            memory = torch.randn(3, S, C) * 10  # (B, S, C): whatever it holds
+            y = decoder(hidden[i], memory, self_mask=causal_mask(50))
+            assert same(y, hidden[i + 1])
+
+
+def test_warning_a_gpt2_block_called_on_its_own_is_causal_only_under_sdpa(gpt2_shakespeare):
+    """Under SDPA (the default) a block called with no mask is causal; under eager it
+    attends to every token, raising nothing; with the model's mask passed, eager is causal."""
+    ids = random_ids(4096, 2, 12, seed=6)
+    eager = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id, attn_implementation="eager")
+    sdpa = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id, attn_implementation="sdpa")
+    hidden = sdpa(ids, output_hidden_states=True).hidden_states
+    x, expected = hidden[0], hidden[1]  # block 0's input, and its output in the model
+    assert torch.allclose(sdpa.transformer.h[0](x), expected, atol=1e-4)
+    alone = eager.transformer.h[0](x)
+    assert not torch.allclose(alone, expected, atol=1.0)
+    # the last position reads every token either way; the others read the future under eager
+    assert torch.allclose(alone[:, -1], expected[:, -1], atol=1e-4)
+    mask = torch.zeros(12, 12).masked_fill(~causal_mask(12), torch.finfo(torch.float32).min)
+    masked = eager.transformer.h[0](x, attention_mask=mask[None, None])  # (B, 1, T, T), additive
+    assert torch.allclose(masked, expected, atol=1e-4)

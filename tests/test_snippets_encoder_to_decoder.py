@@ -1,0 +1,133 @@
+"""snippets/encoder_to_decoder.py, GPT-2's block built from Part II's modules, against
+transformers' GPT2Block: block by block and through the whole stack, on the book's
+GPT-2 and on a randomly initialised GPT-2 of the real 124M size, on inputs
+docs/gpt2/encoder-to-decoder.md does not show (batches, one token, full-length and
+512-token sequences).
+
+Tolerance. The two compute the same sums in a different order, so float32 rounds them
+differently. The book GPT-2's residual stream reaches 300 to 400, where float32 numbers
+are 3.05e-5 apart: its largest block difference measured 7.7e-5 (2 steps), so a fixed
+1e-5 cannot hold there. `same` asks for no difference above 1e-6 of the largest value
+(about 8 steps of float32's resolution at it; measured: at most 4.4e-7). At the 124M
+size with random weights the values stay below 2, and the fixed atol 1e-5 holds too
+(measured: at most 1.8e-7).
+"""
+
+import pytest
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+from snippets.encoder_to_decoder import DecoderOnlyLayer, copy_gpt2_block
+from snippets.transformer import EncoderLayer, LayerNorm
+
+pytestmark = pytest.mark.usefixtures("no_grad")
+
+ATOL = 1e-5  # where the values are of size 1: the 124M model with random weights
+LOGITS_ATOL = 1e-4  # float32 logits of size up to ~20, as tests/test_snippets_gpt2_by_hand.py
+
+
+def same(ours, theirs):
+    """No difference above a millionth of the largest value: float32's precision at it."""
+    return bool((ours - theirs).abs().max() <= 1e-6 * theirs.abs().max())
+
+
+@pytest.fixture(scope="module")
+def full_size():
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config()).eval()  # 124M parameters, GPT-2's smallest size
+
+
+def random_ids(model, batch, length, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(model.config.vocab_size, (batch, length), generator=generator)
+
+
+def block_outputs(model, ids):
+    """Each block, with its input and output as the model's own forward pass saw them.
+
+    Recorded with forward hooks, not by calling a block alone: the model hands every block
+    its causal mask, and a block called alone with eager attention (as the shared fixture
+    loads it) gets none (docs/gpt2/encoder-to-decoder.md, the warning box)."""
+    seen = []
+    hooks = [
+        block.register_forward_hook(lambda b, args, out: seen.append((b, args[0], out)))
+        for block in model.transformer.h
+    ]
+    try:
+        model(ids)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert [b for b, _, _ in seen] == list(model.transformer.h)
+    return seen
+
+
+def stacked_logits(model, ids):
+    """The whole model from Part II's modules: embeddings, copied layers, ln_f, tied head."""
+    gpt = model.transformer
+    x = gpt.wte(ids) + gpt.wpe(torch.arange(ids.size(1)))  # (B, T, C)
+    for block in gpt.h:
+        x = copy_gpt2_block(block).eval()(x)
+    ln_f = LayerNorm(model.config.n_embd, model.config.layer_norm_epsilon)
+    ln_f.load_state_dict(gpt.ln_f.state_dict())
+    return ln_f(x) @ model.lm_head.weight.T  # (B, T, V)
+
+
+@pytest.mark.parametrize(("batch", "length"), [(1, 1), (3, 37), (2, 256)])
+def test_each_layer_equals_the_gpt2_block_of_the_shipped_model(gpt2_shakespeare, batch, length):
+    ids = random_ids(gpt2_shakespeare, batch, length, seed=length)
+    for block, x, reference in block_outputs(gpt2_shakespeare, ids):
+        ours = copy_gpt2_block(block).eval()(x)
+        assert ours.shape == (batch, length, gpt2_shakespeare.config.n_embd)
+        assert same(ours, reference)
+
+
+@pytest.mark.parametrize(("batch", "length"), [(1, 1), (2, 256)])
+def test_the_stack_gives_the_logits_of_the_shipped_model(gpt2_shakespeare, batch, length):
+    ids = random_ids(gpt2_shakespeare, batch, length, seed=batch)
+    logits, reference = stacked_logits(gpt2_shakespeare, ids), gpt2_shakespeare(ids).logits
+    assert torch.allclose(logits, reference, atol=LOGITS_ATOL)
+    assert torch.equal(logits.argmax(-1), reference.argmax(-1))
+
+
+def test_each_layer_equals_the_gpt2_block_at_the_124m_size(full_size):
+    config = full_size.config
+    assert (config.n_layer, config.n_head, config.n_embd) == (12, 12, 768)
+    ids = random_ids(full_size, 2, 512, seed=1)
+    for block, x, reference in block_outputs(full_size, ids):
+        layer = copy_gpt2_block(block).eval()
+        assert sum(p.numel() for p in layer.parameters()) == sum(
+            p.numel() for p in block.parameters()
+        )
+        ours = layer(x)
+        assert torch.allclose(ours, reference, atol=ATOL) and same(ours, reference)
+
+
+def test_the_stack_gives_the_logits_at_the_124m_size(full_size):
+    ids = random_ids(full_size, 3, 40, seed=2)
+    assert torch.allclose(stacked_logits(full_size, ids), full_size(ids).logits, atol=LOGITS_ATOL)
+
+
+def test_the_layer_is_causal_and_is_the_pre_norm_gelu_encoder_layer():
+    """Later tokens change no earlier output; with the causal mask passed by hand, the
+    layer is EncoderLayer's pre-norm forward."""
+    torch.manual_seed(0)
+    layer = DecoderOnlyLayer(64, 4, 256).eval()
+    x = torch.randn(2, 10, 64)  # (B, T, C)
+    changed = x.clone()
+    changed[:, 6:] = torch.randn(2, 4, 64)
+    assert torch.equal(layer(x)[:, :6], layer(changed)[:, :6])
+    assert not torch.allclose(layer(x)[:, 6:], layer(changed)[:, 6:])
+    assert isinstance(layer, EncoderLayer) and layer.norm_first
+    causal = torch.ones(10, 10, dtype=torch.bool).tril()
+    assert torch.equal(layer(x), EncoderLayer.forward(layer, x, causal))
+
+
+def test_copying_keeps_the_blocks_dtype():
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=64, n_head=4, vocab_size=50)).eval()
+    block = model.transformer.h[0].double()
+    layer = copy_gpt2_block(block).eval()
+    assert all(p.dtype == torch.float64 for p in layer.parameters())
+    x = torch.randn(2, 7, 64, dtype=torch.float64)
+    assert torch.allclose(layer(x), block(x), atol=1e-12)
