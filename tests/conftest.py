@@ -209,6 +209,25 @@ def gpt2_shakespeare():
 
 
 @pytest.fixture(scope="module")
+def gpt2_124m():
+    """GPT-2 at its real size (GPT2Config()'s defaults: 124M parameters, 12 layers of 12
+    heads) with random weights from seed 0, in eval mode."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(GPT2Config()).eval()
+
+
+def random_ids(model, batch, length, seed):
+    """(batch, length) token ids drawn uniformly from the model's vocabulary."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(model.config.vocab_size, (batch, length), generator=generator)
+
+
+@pytest.fixture(scope="module")
 def bert_shakespeare():
     """The book's small BERT, as shipped, in eval mode, and its tokenizer."""
     from transformers import AutoTokenizer, BertForPreTraining

@@ -12,10 +12,11 @@ from itertools import product
 
 import pytest
 import torch
-from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+from transformers import AutoTokenizer
 
 from snippets.decoding import beam_search, generate_batch, reorder
 from snippets.hub import GPT2_SHAKESPEARE
+from tests.conftest import random_ids
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
@@ -33,12 +34,6 @@ def tokenizer():
 @pytest.fixture(scope="module")
 def newline(tokenizer):
     return tokenizer.encode("\n")[0]
-
-
-@pytest.fixture(scope="module")
-def gpt2_124m():
-    torch.manual_seed(0)
-    return GPT2LMHeadModel(GPT2Config()).eval()
 
 
 def library_beams(model, ids, num_beams, max_new_tokens, **settings):
@@ -78,8 +73,7 @@ def test_beam_search_ends_hypotheses_early_with_a_frequent_end_token(gpt2_shakes
 
 
 def test_beam_search_equals_the_library_at_full_size(gpt2_124m):
-    generator = torch.Generator().manual_seed(1)
-    ids = torch.randint(gpt2_124m.config.vocab_size, (1, 12), generator=generator)
+    ids = random_ids(gpt2_124m, 1, 12, seed=1)
     free = library_beams(gpt2_124m, ids, 3, 8, eos_token_id=None)
     met = free[0, 12 + 3].item()  # a token the best hypothesis produces
     settings = [(None, False, 1.0), (met, False, 1.0), (met, "never", 1.0), (met, True, 0.0)]
@@ -139,8 +133,7 @@ def test_generate_batch_gives_each_row_what_it_gets_alone(gpt2_shakespeare, toke
 
 
 def test_generate_batch_equals_the_library_at_full_size(gpt2_124m):
-    generator = torch.Generator().manual_seed(2)
-    ids = torch.randint(gpt2_124m.config.vocab_size, (3, 9), generator=generator)
+    ids = random_ids(gpt2_124m, 3, 9, seed=2)
     mask = torch.ones_like(ids)
     mask[0, :5], mask[1, :2] = 0, 0  # rows of 4, 7 and 9 real tokens
     ids = ids.masked_fill(mask == 0, 0)

@@ -11,6 +11,7 @@ from transformers import GPT2LMHeadModel
 from snippets.encoder_to_decoder import copy_gpt2_block
 from snippets.hub import GPT2_SHAKESPEARE
 from snippets.transformer import DecoderLayer, causal_mask
+from tests.conftest import random_ids
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
@@ -20,18 +21,13 @@ def same(ours, theirs):
     return bool((ours - theirs).abs().max() <= 1e-6 * theirs.abs().max())
 
 
-def random_ids(vocab_size, batch, length, seed):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(vocab_size, (batch, length), generator=generator)
-
-
 def test_an_encoder_reads_later_tokens_and_a_decoder_does_not(minilm, gpt2_shakespeare):
     """Change the tokens from position 8 on: every MiniLM output moves, no GPT-2 output
     before position 8 does."""
-    for model, vocab_size in [(minilm, 30522), (gpt2_shakespeare, 4096)]:
-        ids = random_ids(vocab_size, 2, 20, seed=3)
+    for model in (minilm, gpt2_shakespeare):
+        ids = random_ids(model, 2, 20, seed=3)
         changed = ids.clone()
-        changed[:, 8:] = random_ids(vocab_size, 2, 12, seed=4)
+        changed[:, 8:] = random_ids(model, 2, 12, seed=4)
         before = model(ids, output_hidden_states=True).hidden_states[-1]
         after = model(changed, output_hidden_states=True).hidden_states[-1]
         moved = (before - after).abs().amax(dim=-1)  # (B, T)
@@ -45,7 +41,7 @@ def test_an_encoder_reads_later_tokens_and_a_decoder_does_not(minilm, gpt2_shake
 def test_the_decoder_layer_with_silenced_cross_attention_is_the_gpt2_block(gpt2_shakespeare):
     C, H = gpt2_shakespeare.config.n_embd, gpt2_shakespeare.config.n_head
     gpt = gpt2_shakespeare.transformer
-    ids = random_ids(4096, 3, 50, seed=5)
+    ids = random_ids(gpt2_shakespeare, 3, 50, seed=5)
     # the model's hidden states: the inputs of its blocks, each block's output but the last's
     hidden = gpt2_shakespeare(ids, output_hidden_states=True).hidden_states
     for i, block in enumerate(gpt.h[:-1]):
@@ -68,7 +64,7 @@ def test_the_decoder_layer_with_silenced_cross_attention_is_the_gpt2_block(gpt2_
 def test_warning_a_gpt2_block_called_on_its_own_is_causal_only_under_sdpa(gpt2_shakespeare):
     """Under SDPA (the default) a block called with no mask is causal; under eager it
     attends to every token, raising nothing; with the model's mask passed, eager is causal."""
-    ids = random_ids(4096, 2, 12, seed=6)
+    ids = random_ids(gpt2_shakespeare, 2, 12, seed=6)
     eager = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id, attn_implementation="eager")
     sdpa = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id, attn_implementation="sdpa")
     hidden = sdpa(ids, output_hidden_states=True).hidden_states

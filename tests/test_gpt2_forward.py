@@ -11,11 +11,7 @@ from safetensors import safe_open
 
 from snippets.gpt2_by_hand import conv1d
 from snippets.hub import GPT2_SHAKESPEARE
-
-
-def random_ids(model, batch, length, seed):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(model.config.vocab_size, (batch, length), generator=generator)
+from tests.conftest import random_ids
 
 
 @torch.no_grad()

@@ -19,6 +19,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from snippets.encoder_to_decoder import DecoderOnlyLayer, copy_gpt2_block
 from snippets.transformer import EncoderLayer, LayerNorm
+from tests.conftest import random_ids
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
@@ -29,17 +30,6 @@ LOGITS_ATOL = 1e-4  # float32 logits of size up to ~20, as tests/test_snippets_g
 def same(ours, theirs):
     """No difference above a millionth of the largest value: float32's precision at it."""
     return bool((ours - theirs).abs().max() <= 1e-6 * theirs.abs().max())
-
-
-@pytest.fixture(scope="module")
-def full_size():
-    torch.manual_seed(0)
-    return GPT2LMHeadModel(GPT2Config()).eval()  # 124M parameters, GPT-2's smallest size
-
-
-def random_ids(model, batch, length, seed):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(model.config.vocab_size, (batch, length), generator=generator)
 
 
 def block_outputs(model, ids):
@@ -90,11 +80,11 @@ def test_the_stack_gives_the_logits_of_the_shipped_model(gpt2_shakespeare, batch
     assert torch.equal(logits.argmax(-1), reference.argmax(-1))
 
 
-def test_each_layer_equals_the_gpt2_block_at_the_124m_size(full_size):
-    config = full_size.config
+def test_each_layer_equals_the_gpt2_block_at_the_124m_size(gpt2_124m):
+    config = gpt2_124m.config
     assert (config.n_layer, config.n_head, config.n_embd) == (12, 12, 768)
-    ids = random_ids(full_size, 2, 512, seed=1)
-    for block, x, reference in block_outputs(full_size, ids):
+    ids = random_ids(gpt2_124m, 2, 512, seed=1)
+    for block, x, reference in block_outputs(gpt2_124m, ids):
         layer = copy_gpt2_block(block).eval()
         assert sum(p.numel() for p in layer.parameters()) == sum(
             p.numel() for p in block.parameters()
@@ -103,9 +93,9 @@ def test_each_layer_equals_the_gpt2_block_at_the_124m_size(full_size):
         assert torch.allclose(ours, reference, atol=ATOL) and same(ours, reference)
 
 
-def test_the_stack_gives_the_logits_at_the_124m_size(full_size):
-    ids = random_ids(full_size, 3, 40, seed=2)
-    assert torch.allclose(stacked_logits(full_size, ids), full_size(ids).logits, atol=LOGITS_ATOL)
+def test_the_stack_gives_the_logits_at_the_124m_size(gpt2_124m):
+    ids = random_ids(gpt2_124m, 3, 40, seed=2)
+    assert torch.allclose(stacked_logits(gpt2_124m, ids), gpt2_124m(ids).logits, atol=LOGITS_ATOL)
 
 
 def test_the_layer_is_causal_and_is_the_pre_norm_gelu_encoder_layer():

@@ -13,19 +13,9 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from snippets.gpt2_by_hand import causal_attention, forward, gelu_tanh
 from snippets.hub import GPT2_SHAKESPEARE
+from tests.conftest import random_ids
 
 ATOL = 1e-4  # float32, logits of magnitude up to ~20
-
-
-@pytest.fixture(scope="module")
-def full_size():
-    torch.manual_seed(0)
-    return GPT2LMHeadModel(GPT2Config()).eval()  # 124M parameters, GPT-2's smallest size
-
-
-def random_ids(model, batch, length, seed):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(model.config.vocab_size, (batch, length), generator=generator)
 
 
 @torch.no_grad()
@@ -39,34 +29,34 @@ def test_logits_equal_the_library_on_the_shipped_model(gpt2_shakespeare, batch, 
 
 
 @torch.no_grad()
-def test_logits_equal_the_library_at_the_124m_size(full_size):
-    assert sum(p.numel() for p in full_size.parameters()) == 124_439_808
-    ids = random_ids(full_size, 2, 24, seed=1)
-    logits, _ = forward(full_size, ids)
-    assert torch.allclose(logits, full_size(ids).logits, atol=ATOL)
+def test_logits_equal_the_library_at_the_124m_size(gpt2_124m):
+    assert sum(p.numel() for p in gpt2_124m.parameters()) == 124_439_808
+    ids = random_ids(gpt2_124m, 2, 24, seed=1)
+    logits, _ = forward(gpt2_124m, ids)
+    assert torch.allclose(logits, gpt2_124m(ids).logits, atol=ATOL)
 
 
 @torch.no_grad()
 @pytest.mark.parametrize("keep", [1, 5])
-def test_logits_to_keep_equals_the_library_at_the_124m_size(full_size, keep):
-    ids = random_ids(full_size, 2, 24, seed=3)
-    logits, present = forward(full_size, ids, logits_to_keep=keep)
+def test_logits_to_keep_equals_the_library_at_the_124m_size(gpt2_124m, keep):
+    ids = random_ids(gpt2_124m, 2, 24, seed=3)
+    logits, present = forward(gpt2_124m, ids, logits_to_keep=keep)
     assert logits.shape == (2, keep, 50257)
-    assert torch.allclose(logits, full_size(ids, logits_to_keep=keep).logits, atol=ATOL)
+    assert torch.allclose(logits, gpt2_124m(ids, logits_to_keep=keep).logits, atol=ATOL)
     assert present[0][0].shape[2] == 24  # every position is still cached
-    _, cache = forward(full_size, ids[:, :20])
-    step, _ = forward(full_size, ids[:, 20:], cache, logits_to_keep=1)
+    _, cache = forward(gpt2_124m, ids[:, :20])
+    step, _ = forward(gpt2_124m, ids[:, 20:], cache, logits_to_keep=1)
     assert torch.allclose(step, logits[:, -1:], atol=ATOL)
 
 
 @torch.no_grad()
-def test_cached_steps_equal_the_full_pass_at_the_124m_size(full_size):
-    ids = random_ids(full_size, 1, 12, seed=2)
-    full, _ = forward(full_size, ids)
-    logits, cache = forward(full_size, ids[:, :5])
+def test_cached_steps_equal_the_full_pass_at_the_124m_size(gpt2_124m):
+    ids = random_ids(gpt2_124m, 1, 12, seed=2)
+    full, _ = forward(gpt2_124m, ids)
+    logits, cache = forward(gpt2_124m, ids[:, :5])
     rows = [logits]
     for t in range(5, 12):
-        step, cache = forward(full_size, ids[:, t : t + 1], cache)
+        step, cache = forward(gpt2_124m, ids[:, t : t + 1], cache)
         rows.append(step)
     assert torch.allclose(torch.cat(rows, dim=1), full, atol=ATOL)
 

@@ -14,10 +14,11 @@ check here would test the forward pass, not the ablation.
 
 import pytest
 import torch
-from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+from transformers import AutoTokenizer
 
 from snippets.hub import GPT2_SHAKESPEARE
 from snippets.looking_inside import ablate_heads, logit_lens, residual_streams
+from tests.conftest import random_ids
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
@@ -26,17 +27,6 @@ OTHER_TEXT = (
     "MIRANDA.\nO, wonder!\nHow many goodly creatures are there here!\n"
     "How beauteous mankind is! O brave new world,\nThat has such people in't!"
 )
-
-
-@pytest.fixture(scope="module")
-def full_size():
-    torch.manual_seed(0)
-    return GPT2LMHeadModel(GPT2Config()).eval()  # 124M parameters, 12 layers of 12 heads
-
-
-def random_ids(model, batch, length, seed):
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(model.config.vocab_size, (batch, length), generator=generator)
 
 
 def hooked_logits(model, input_ids, heads):
@@ -88,11 +78,11 @@ def test_the_lens_rows_are_the_hidden_states_through_the_head(gpt2_shakespeare, 
     assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(ours[:-1], streams, strict=True))
 
 
-def test_the_lens_at_the_124m_size(full_size):
-    ids = random_ids(full_size, 1, 512, seed=4)
-    lens = logit_lens(full_size, ids)
+def test_the_lens_at_the_124m_size(gpt2_124m):
+    ids = random_ids(gpt2_124m, 1, 512, seed=4)
+    lens = logit_lens(gpt2_124m, ids)
     assert lens.shape == (13, 512, 50257)
-    assert torch.allclose(lens[-1], full_size(ids).logits[0], atol=1e-4)
+    assert torch.allclose(lens[-1], gpt2_124m(ids).logits[0], atol=1e-4)
 
 
 HEAD_SETS = [
@@ -129,9 +119,9 @@ def test_no_ablation_is_the_model_and_an_ablation_changes_it(gpt2_shakespeare):
     [{(5, 7)}, {(0, 0), (6, 11), (11, 3)}, {(9, h) for h in range(12)}],
     ids=["one head", "three layers", "all of layer 9"],
 )
-def test_ablation_equals_the_hooked_model_at_the_124m_size(full_size, heads):
-    ids = random_ids(full_size, 1, 512, seed=len(heads))
-    ours = ablate_heads(full_size, ids, heads)
-    reference = hooked_logits(full_size, ids, heads)
-    assert not torch.allclose(ours, full_size(ids).logits, atol=1e-3)  # the heads mattered
+def test_ablation_equals_the_hooked_model_at_the_124m_size(gpt2_124m, heads):
+    ids = random_ids(gpt2_124m, 1, 512, seed=len(heads))
+    ours = ablate_heads(gpt2_124m, ids, heads)
+    reference = hooked_logits(gpt2_124m, ids, heads)
+    assert not torch.allclose(ours, gpt2_124m(ids).logits, atol=1e-3)  # the heads mattered
     assert torch.allclose(ours, reference, atol=1e-4)
