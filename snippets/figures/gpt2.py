@@ -129,6 +129,21 @@ def generation_processors():
     return fig
 
 
+# --8<-- [start:median_seconds]
+def median_seconds(run, repeats=5):
+    """The median of `repeats` timed runs of `run()`, after one untimed run."""
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# --8<-- [end:median_seconds]
+
+
 # --8<-- [start:kv_timing]
 TIMED_LENGTHS = (8, 16, 32, 64, 128, 256, 512)
 
@@ -144,16 +159,6 @@ def measure_kv_timing(forward):
     model = GPT2LMHeadModel(GPT2Config()).eval()  # random weights: the arithmetic is the same
     ids = torch.randint(model.config.vocab_size, (1, max(TIMED_LENGTHS) + 1))
 
-    def seconds(run, repeats):
-        """The median of `repeats` timed runs, after one untimed run."""
-        run()
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
-
     timings = {"threads": torch.get_num_threads(), "lengths": list(TIMED_LENGTHS),
                "cached": [], "uncached": [], "uncached_all_logits": []}  # fmt: skip
     with torch.no_grad():
@@ -166,9 +171,9 @@ def measure_kv_timing(forward):
                 ("uncached", lambda: forward(model, sequence, logits_to_keep=1)),  # noqa: B023
                 ("uncached_all_logits", lambda: forward(model, sequence)),  # noqa: B023
             ]:
-                timings[key].append(seconds(run, repeats=5))
+                timings[key].append(median_seconds(run))
         weights = list(model.parameters())  # wte once: lm_head is the same tensor
-        timings["read_weights"] = seconds(lambda: [w.sum() for w in weights], repeats=5)
+        timings["read_weights"] = median_seconds(lambda: [w.sum() for w in weights])
     return timings
 
 
@@ -178,7 +183,8 @@ def measure_kv_timing(forward):
 def kv_timing() -> dict:
     """The measurement, taken once per version of the code that takes it and of the
     forward pass it times; the figure is drawn from the kept file."""
-    sources = [inspect.getsource(measure_kv_timing), inspect.getsource(gpt2_by_hand),
+    sources = [inspect.getsource(median_seconds), inspect.getsource(measure_kv_timing),
+               inspect.getsource(gpt2_by_hand),
                repr(TIMED_LENGTHS)]  # fmt: skip
     return computed_once("gpt2-kv-timing", [s.encode() for s in sources],
                          lambda: measure_kv_timing(gpt2_by_hand.forward))  # fmt: skip
@@ -226,16 +232,9 @@ def measure_prefill_decode(forward, model):
     B prompts of PROMPT_LENGTH tokens at once; decode runs one new token per row after
     a cache of PROMPT_LENGTH. Both keep the last position's logits only, as generation
     does. Medians of 5 timed runs after one untimed run."""
-    import torch
+    from functools import partial
 
-    def seconds(run, repeats=5):
-        run()
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
+    import torch
 
     generator = torch.Generator().manual_seed(0)
     weight_bytes = sum(w.numel() * w.element_size() for w in model.parameters())
@@ -248,8 +247,8 @@ def measure_prefill_decode(forward, model):
             )
             prompts, new_tokens = ids[:, :-1], ids[:, -1:]  # (B, T), (B, 1)
             _, cache = forward(model, prompts)
-            prefill = seconds(lambda: forward(model, prompts, logits_to_keep=1))  # noqa: B023
-            decode = seconds(lambda: forward(model, new_tokens, cache, logits_to_keep=1))  # noqa: B023
+            prefill = median_seconds(partial(forward, model, prompts, logits_to_keep=1))
+            decode = median_seconds(partial(forward, model, new_tokens, cache, logits_to_keep=1))
             timings["prefill"].append(B * PROMPT_LENGTH / prefill)
             timings["decode"].append(B / decode)
     return timings
@@ -271,7 +270,8 @@ def prefill_decode_timing() -> dict:
         return {name: measure_prefill_decode(gpt2_by_hand.forward, model)
                 for name, model in models.items()}  # fmt: skip
 
-    sources = [inspect.getsource(measure_prefill_decode), inspect.getsource(gpt2_by_hand),
+    sources = [inspect.getsource(median_seconds), inspect.getsource(measure_prefill_decode),
+               inspect.getsource(gpt2_by_hand),
                repr((PROMPT_LENGTH, BATCH_SIZES))]  # fmt: skip
     return computed_once("gpt2-prefill-decode", [s.encode() for s in sources], measure)
 
