@@ -37,10 +37,12 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
 
 # places the models and data sets in the Hugging Face cache ($HF_HOME, else
-# ~/.cache/huggingface), then draws the figures whose code or inputs changed
+# ~/.cache/huggingface), draws the figures whose code or inputs changed, and writes
+# the live pages' model files (docs/live/models/) when they are missing or changed
 setup: $(INSTALLED)
 	$(BIN)/python -m snippets.hub
 	$(BIN)/python -m snippets.figures
+	$(BIN)/python -m tools.live
 
 # torch first, on its own, so that pip takes the local CPU wheel and never the CUDA build
 $(INSTALLED): pyproject.toml constraints.txt

@@ -2,15 +2,23 @@
 Python on the machine reads); no display; `--page`, which narrows a run to one page and
 the tests that check it; and `--reader`, which runs the reader tests alone."""
 
+import functools
+import gzip
+import http.server
+import io
 import os
+import random
+import shutil
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
-from snippets.hub import provision, use_offline_hub
+from snippets.hub import provision, shakespeare_dir, use_offline_hub
 
 # Before anything imports transformers or huggingface_hub: they read these once.
 use_offline_hub()
@@ -260,3 +268,186 @@ def tiny_corpus(tmp_path_factory):
         text = (shakespeare_dir() / name).read_text(encoding="utf-8")
         (corpus / name).write_text(text[:30_000], encoding="utf-8")
     return corpus
+
+
+# ---------------------------------------------------------------- the browser
+# Headless Chromium driven by Playwright, on the built site served as GitHub Pages serves it:
+# tests/test_site_browser.py checks every page with it, tests/test_live_*.py the live pages.
+
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+# what GitHub Pages serves compressed (images such as PNG are compressed already)
+COMPRESSED = {".html", ".css", ".js", ".json", ".svg", ".xml", ".txt", ".map", ".ipynb"}
+# flags that keep Chromium from calling home: this machine has no network, and pages must
+# make no request to any host but the one serving them
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def server(built_site):
+    handler = functools.partial(QuietHandler, directory=str(built_site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def send_head(self):
+        path = Path(self.translate_path(self.path))
+        if path.is_dir() and self.path.split("?")[0].endswith("/"):
+            path = path / "index.html"
+        accepts_gzip = "gzip" in self.headers.get("Accept-Encoding", "")
+        if not (accepts_gzip and path.is_file() and path.suffix in COMPRESSED):
+            return super().send_head()
+        body = gzip.compress(path.read_bytes(), mtime=0)
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: `apt-get install chromium`, or set CHROMIUM"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def tab(browser, server):
+    page = new_tab(browser, server, permissions=["clipboard-read", "clipboard-write"])
+    yield page
+    page.context.close()
+
+
+def new_tab(browser, server, **options):
+    """A page in a fresh browser context at 1280 px, which records what goes wrong in it
+    (`problems`: console errors, script errors, requests to other hosts) and the bytes of
+    each response (`transferred`). Close it with `page.context.close()`."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.problems = []
+    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
+    page.on("pageerror", lambda error: page.problems.append(f"script error: {error}"))
+    page.on("request", lambda r: _check_host(r.url, server, page.problems))
+    page.transferred = {}
+    page.on("requestfinished", lambda r: page.transferred.update({r.url: r.sizes()}))
+    return page
+
+
+def _check_host(url, server, problems):
+    if urlparse(url).scheme in {"http", "https"} and not url.startswith(server):
+        problems.append(f"request to another host: {url}")
+
+
+# the lowest contrast between text and background that WCAG allows for body text (AA)
+READABLE_CONTRAST = 4.5
+
+
+def contrast(png: bytes) -> float:
+    """WCAG contrast ratio between a screenshot's background (its commonest colour) and its
+    text (the 1 % of pixels furthest from that in luminance, so anti-aliased edges do not
+    count)."""
+    import numpy as np
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float) / 255
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    luminance = (linear @ [0.2126, 0.7152, 0.0722]).ravel()
+    levels, counts = np.unique(luminance.round(3), return_counts=True)
+    background = levels[counts.argmax()]
+    text = luminance[
+        np.abs(luminance - background) >= np.quantile(np.abs(luminance - background), 0.99)
+    ]
+    text_level = np.median(text)
+    light, dark = max(background, text_level), min(background, text_level)
+    return (light + 0.05) / (dark + 0.05)
+
+
+# ---------------------------------------------------------------- text for the tokenizers
+# The live pages' JavaScript tokenizers (tests/test_live_*_tokenizer.py) are compared with
+# the library's on every line of The Tempest and on these random strings.
+
+RANDOM_STRINGS = 1000
+
+POOLS = [
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    "".join(map(chr, range(0xA0, 0x100))),  # Latin-1
+    "ÉéÈèÊêçÇñÑÅåØøÆæŒœßẞİıΣσςΑΒΓΔΩωЖжЯя",  # accents; letters whose case is tricky
+    "".join(map(chr, range(0x300, 0x370))),  # combining marks
+    "的一是不了人我在有他这中大来上東京豈𠀀𪚥ひらがなカタカナ한국어",  # CJK, kana, hangul
+    "🤗🙂🚀✨👍🏽🇫🇷🫠🧑‍💻",  # emoji: astral, with modifiers, flags and joiners
+    "".join(map(chr, [*range(0x20), *range(0x7F, 0xA0), 0xAD, 0x200B, 0x200D, 0xFEFF, 0xFFFD])),
+    " \t\n\r\x0b\x0c\x85\u00a0\u1680\u2000\u2009\u2028\u2029\u202f\u205f\u3000\u180e",
+    ".,;:!?'\"()[]{}-–—/\\@#$%^&*_+=<>|~`…«»¿¡“”‘’·•§¶†",
+    "0123456789٠١٢३४५๕²³½⅓Ⅻ",  # digits of several scripts
+]
+LITERALS = ["[MASK]", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[mask]", "<|endoftext|>",
+            "<|endoftext", "'s", "'ll", "'t", "ΟΔΥΣΣΕΥΣ", "İstanbul"]  # fmt: skip
+# where JavaScript and the browser's Unicode differ from the Rust library's rules
+EDGE_CASES = [
+    "",
+    "ΟΔΥΣΣΕΥΣ Σ",  # Rust lowercases one character at a time: no final sigma
+    "İ ı ẞ ﬃ",  # lowercases to more than one character, or none of its own
+    "a" * 100,  # a word of 100 characters is split; of 101 it is [UNK]
+    "a" * 101,
+    "é" * 100,  # 200 characters once NFD splits the accents off, 100 once they go
+    "🤗" * 60,  # 60 characters, 120 UTF-16 units
+    "a[MASK]b [mask] [[SEP]] [CLS",  # special tokens are found before normalization
+    "a<|endoftext|>b<|endoftext|><|endoftext|> <|endoftext",  # and GPT-2's
+    "I'M don't we'll 's  'S",  # GPT-2 splits off the lowercase contractions
+    "\ufeffa byte order mark first",  # TextDecoder drops it unless told to keep it
+    "\u166d \U000111c9 \u1734 \U0001171e",  # changed category since Unicode 8.0
+    "e\u08d4 a\u2e43b \u0890x \U000105c9",  # added since: a mark, punctuation, format, letter
+    "🫠 \U000323b0",  # an emoji of Unicode 14, an ideograph of Unicode 17
+    "\x85\x0b\x0c\u180e\u200b\ufeff\x00\ufffd",  # controls that look like whitespace
+    "a\u0301\u0316b \U0001d165\u0301",  # canonical reordering of marks
+]
+
+
+def random_text(rng):
+    """A string of 1 to 12 runs, each from one of POOLS, LITERALS, a word of 95 to 110
+    letters, or code points drawn from all of Unicode (surrogates excepted)."""
+    parts = []
+    for _ in range(rng.randint(1, 12)):
+        kind = rng.random()
+        if kind < 0.1:
+            parts.append(rng.choice(LITERALS))
+        elif kind < 0.15:
+            parts.append("".join(rng.choices("abcdé", k=rng.randint(95, 110))))
+        elif kind < 0.3:
+            points = rng.choices(range(0x110000), k=rng.randint(1, 5))
+            parts.append("".join(chr(p) for p in points if not 0xD800 <= p <= 0xDFFF))
+        else:
+            parts.append("".join(rng.choices(rng.choice(POOLS), k=rng.randint(1, 8))))
+    return "".join(parts)
+
+
+def random_texts():
+    rng = random.Random(0)
+    return EDGE_CASES + [random_text(rng) for _ in range(RANDOM_STRINGS)]
+
+
+def tempest_lines():
+    return (shakespeare_dir() / "tempest_gut.txt").read_text(encoding="utf-8").splitlines()

@@ -8,104 +8,23 @@ published, does: the budget is on the bytes a reader's browser really receives.
 artifacts/page-sizes.json records those and, beside them, the uncompressed sizes.
 """
 
-import functools
-import gzip
-import http.server
-import io
-import os
-import shutil
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from snippets.book import REPO_ROOT, read_json, write_json
+from tests.conftest import READABLE_CONTRAST, contrast
 from tools.pages import DOCS, LABS, display, pages, site_path
 
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"
 PAGE_SIZES = REPO_ROOT / "artifacts" / "page-sizes.json"
 BUDGET = 1_000_000  # bytes a page may transfer, figures, scripts and search index included
-# what GitHub Pages serves compressed (images such as PNG are compressed already)
-COMPRESSED = {".html", ".css", ".js", ".json", ".svg", ".xml", ".txt", ".map", ".ipynb"}
-# flags that keep Chromium from calling home: this machine has no network, and pages must
-# make no request to any host but the one serving them
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
-@pytest.fixture(scope="module")
-def server(built_site):
-    handler = functools.partial(QuietHandler, directory=str(built_site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def send_head(self):
-        path = Path(self.translate_path(self.path))
-        if path.is_dir() and self.path.split("?")[0].endswith("/"):
-            path = path / "index.html"
-        accepts_gzip = "gzip" in self.headers.get("Accept-Encoding", "")
-        if not (accepts_gzip and path.is_file() and path.suffix in COMPRESSED):
-            return super().send_head()
-        body = gzip.compress(path.read_bytes(), mtime=0)
-        self.send_response(200)
-        self.send_header("Content-Type", self.guess_type(str(path)))
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        return io.BytesIO(body)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(
-            f"Chromium not found at {CHROMIUM}: `apt-get install chromium`, or set CHROMIUM"
-        )
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_page_sizes():
     PAGE_SIZES.unlink(missing_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def tab(browser, server):
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 900},
-        permissions=["clipboard-read", "clipboard-write"],
-    )
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    page.problems = []
-    page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
-    page.on("pageerror", lambda error: page.problems.append(f"script error: {error}"))
-    page.on("request", lambda r: _check_host(r.url, server, page.problems))
-    page.transferred = {}
-    page.on("requestfinished", lambda r: page.transferred.update({r.url: r.sizes()}))
-    yield page
-    context.close()
-
-
-def _check_host(url, server, problems):
-    if urlparse(url).scheme in {"http", "https"} and not url.startswith(server):
-        problems.append(f"request to another host: {url}")
 
 
 @pytest.mark.parametrize("source", pages() + sorted(LABS.glob("*.py")), ids=display)
@@ -180,10 +99,6 @@ def _served_file(url, site):
     return path / "index.html" if path.is_dir() else path
 
 
-# the lowest contrast between text and background that WCAG allows for body text (AA)
-READABLE_CONTRAST = 4.5
-
-
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("lab", sorted(LABS.glob("*.py")), ids=display)
 def test_a_lab_is_readable_in_both_colour_schemes(browser, server, lab, scheme):
@@ -212,23 +127,3 @@ def test_a_lab_is_readable_in_both_colour_schemes(browser, server, lab, scheme):
                 f"(at least {READABLE_CONTRAST} to read)"
             )
     context.close()
-
-
-def contrast(png: bytes) -> float:
-    """WCAG contrast ratio between a screenshot's background (its commonest colour) and its
-    text (the 1 % of pixels furthest from that in luminance, so anti-aliased edges do not
-    count)."""
-    import numpy as np
-    from PIL import Image
-
-    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float) / 255
-    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
-    luminance = (linear @ [0.2126, 0.7152, 0.0722]).ravel()
-    levels, counts = np.unique(luminance.round(3), return_counts=True)
-    background = levels[counts.argmax()]
-    text = luminance[
-        np.abs(luminance - background) >= np.quantile(np.abs(luminance - background), 0.99)
-    ]
-    text_level = np.median(text)
-    light, dark = max(background, text_level), min(background, text_level)
-    return (light + 0.05) / (dark + 0.05)

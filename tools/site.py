@@ -2,7 +2,8 @@
 
 - before each build: provision the models and regenerate the figures whose code
   changed, so a figure can never be stale;
-- before each build, too: execute the labs whose source changed (a failing cell
+- before each build, too: write the files the live pages fetch (tools/live.py), and
+  execute the labs whose source changed (a failing cell
   fails the build); mkdocs-jupyter renders the executed notebooks as pages, and
   under each lab's title go the links to download it and to open it in Colab;
 - on each page: turn arithmatex's TeX into MathML, which browsers render natively:
@@ -23,7 +24,7 @@ from latex2mathml.converter import convert
 
 from snippets import figures
 from snippets.hub import provision, use_offline_hub
-from tools import labs, notebooks, timings
+from tools import labs, live, notebooks, timings
 from tools.pages import DOCS, lab_notebook_path, notebook_path, pages, parse
 
 MATH = re.compile(
@@ -47,6 +48,7 @@ def on_pre_build(config):
     use_offline_hub()
     provision()
     figures.build()
+    live.build()
     labs.build_labs()
 
 

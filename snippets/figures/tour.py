@@ -47,11 +47,12 @@ COLOURS = ["#3f51b5", "#6a1b9a", "#00897b", "#e65100", "#546e7a", "#ad1457"]
 def parts() -> list[tuple[str, list[tuple[str, str, str]]]]:
     """Each part of the nav, in order: (title, [(box name, page, what it hands on)]).
 
-    A part is a titled section of chapters; the labs are not a part.
+    A part is a titled section of chapters; the Labs section (notebooks and live pages)
+    is not a part.
     """
     rows = []
     for title, pages in nav():
-        chapters = [page for _, page in pages if not page.startswith("labs/")]
+        chapters = [page for _, page in pages if not page.startswith(("labs/", "live/"))]
         if not title or not chapters:
             continue
         missing = [page for page in chapters if page not in BOXES]

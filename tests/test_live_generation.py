@@ -1,0 +1,192 @@
+"""docs/live/generation.md in headless Chromium: the book's GPT-2 run by the page's
+JavaScript, read back from the page and compared with `transformers` on prompts and
+settings the page does not show.
+
+The page keeps what it computed last on its element, as `result`; these tests type and
+move the sliders as a reader does, wait for that result, and compare it. The tokens per
+second the page measured, with the cache and without, go to artifacts/live-timings.json.
+"""
+
+import pytest
+import torch
+from transformers import (
+    AutoTokenizer,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+from snippets.book import REPO_ROOT, read_json, write_json
+from snippets.hub import GPT2_SHAKESPEARE
+from tests.conftest import new_tab
+
+pytestmark = pytest.mark.usefixtures("no_grad")
+
+PAGE = "live/generation/"
+TIMINGS = REPO_ROOT / "artifacts" / "live-timings.json"
+# float32 weights on both sides; the page sums in float64: measured 7.6e-6 on the logits
+LOGITS_ATOL = 1e-4
+PROBABILITIES_ATOL = 1e-5
+PROMPTS = [
+    ("KING HENRY.\nOnce more unto the breach,", 1.0, 0, 1.0),
+    ("Full fathom five thy father lies;", 0.7, 50, 0.9),
+    ("To be, or not to be,", 1.0, 10, 1.0),
+    ("What light through yonder window breaks?", 0.5, 0, 1.0),
+    ("MIRANDA.\nO brave new world", 1.5, 0, 0.8),
+    ("The quality of mercy", 1.0, 0, 0.5),
+    ("Now is the winter of our discontent", 0.3, 5, 1.0),
+    ("\n\n", 1.0, 0, 1.0),
+    ("a", 2.0, 200, 0.95),
+    ("Café, naïve, Zürich — and 🙂", 1.0, 0, 1.0),
+    ("1234567890", 0.8, 20, 0.7),
+    ("   spaces   before and after   ", 1.2, 0, 0.05),
+    ("PROSPERO.\n", 1.0, 1, 1.0),
+    ("Friends, Romans, countrymen, lend me your ears;", 0.9, 100, 0.9),
+    ("<|endoftext|>", 1.0, 0, 1.0),
+    ("If music be the food of love, play on;", 0.1, 0, 1.0),
+    ("All the world's a stage,", 1.0, 3, 0.95),
+    ("CALIBAN.\nThis island's mine, by Sycorax my mother,", 0.6, 40, 0.6),
+    ("Et tu, Brute?", 1.95, 0, 0.3),
+    ("So foul and fair a day I have not seen.", 1.0, 0, 1.0),
+    ("ARIEL.\n" + "Come unto these yellow sands, " * 8, 0.8, 0, 0.9),
+]
+GREEDY = ["ROMEO.\n", "Full fathom five thy father lies;", "The king is dead"]
+
+
+@pytest.fixture(scope="module")
+def gpt2_tokenizer():
+    return AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+
+
+@pytest.fixture(scope="module")
+def page(browser, server):
+    tab = new_tab(browser, server)
+    tab.goto(server + PAGE, wait_until="networkidle")
+    tab.click("[data-live-load]")
+    tab.wait_for_function("document.getElementById('live-generation').result", timeout=60_000)
+    yield tab
+    tab.context.close()
+
+
+def set_inputs(tab, prompt, temperature=1.0, top_k=0, top_p=1.0):
+    """Move the sliders, type the prompt; return the page's result once it has both."""
+    tab.evaluate(
+        """([t, k, p]) => {
+            const set = (selector, value) => {
+                const slider = document.querySelector(selector);
+                slider.value = value;
+                slider.dispatchEvent(new Event('input'));
+            };
+            set('[data-live-temperature]', t);
+            set('[data-live-top-k]', k);
+            set('[data-live-top-p]', p);
+        }""",
+        [temperature, top_k, top_p],
+    )
+    tab.fill("[data-live-prompt]", prompt)
+    tab.wait_for_function(
+        """([prompt, t, k, p]) => {
+            const r = document.getElementById('live-generation').result;
+            return r && r.prompt === prompt && r.settings.temperature === t
+                && r.settings.topK === k && r.settings.topP === p;
+        }""",
+        arg=[prompt, temperature, top_k, top_p],
+    )
+    return tab.evaluate(
+        """() => {
+            const r = document.getElementById('live-generation').result;
+            return { ids: r.ids, logits: Array.from(r.logits),
+                     probabilities: Array.from(r.probabilities) };
+        }"""
+    )
+
+
+@pytest.mark.parametrize(("prompt", "temperature", "top_k", "top_p"), PROMPTS,
+                         ids=range(len(PROMPTS)))  # fmt: skip
+def test_next_token_probabilities_equal_the_librarys(
+    page, prompt, temperature, top_k, top_p, gpt2_shakespeare, gpt2_tokenizer
+):
+    result = set_inputs(page, prompt, temperature, top_k, top_p)
+    ids = gpt2_tokenizer(prompt)["input_ids"]
+    assert result["ids"] == ids, f"{prompt!r}: ids differ"
+    logits = gpt2_shakespeare(torch.tensor([ids])).logits[0, -1]
+    page_logits = torch.tensor(result["logits"])
+    difference = (page_logits - logits).abs().max().item()
+    assert difference <= LOGITS_ATOL, f"{prompt!r}: logits differ by {difference:.2e}"
+
+    warpers = LogitsProcessorList()
+    if temperature != 1.0:
+        warpers.append(TemperatureLogitsWarper(temperature))
+    if top_k:
+        warpers.append(TopKLogitsWarper(top_k))
+    if top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p))
+    # the page's own logits, so that the comparison is of the processors alone
+    expected = warpers(torch.tensor([ids]), page_logits[None]).softmax(-1)[0]
+    probabilities = torch.tensor(result["probabilities"], dtype=torch.float32)
+    assert torch.equal(probabilities > 0, expected > 0), f"{prompt!r}: other tokens are kept"
+    difference = (probabilities - expected).abs().max().item()
+    assert difference <= PROBABILITIES_ATOL, f"{prompt!r}: probabilities differ by {difference}"
+    assert not page.problems, page.problems
+
+
+@pytest.mark.parametrize("prompt", GREEDY)
+def test_greedy_generation_gives_the_librarys_tokens(
+    page, prompt, gpt2_shakespeare, gpt2_tokenizer
+):
+    steps = 30
+    set_inputs(page, prompt)
+    page.fill("[data-live-steps]", str(steps))
+    page.check("[data-live-greedy]")
+    page.click("[data-live-generate]")
+    page.wait_for_function(
+        """() => {
+            const r = document.getElementById('live-generation').result;
+            return r.generated.length > 0 && !r.running;
+        }""",
+        timeout=30_000,
+    )
+    generated = page.evaluate("document.getElementById('live-generation').result.generated")
+    ids = torch.tensor([gpt2_tokenizer(prompt)["input_ids"]])
+    expected = gpt2_shakespeare.generate(ids, max_new_tokens=steps, do_sample=False)
+    assert generated == expected[0, ids.shape[1] :].tolist(), f"{prompt!r}"
+    cache = page.evaluate("document.getElementById('live-generation').result.cacheLength")
+    assert cache == ids.shape[1] + len(generated) - 1  # the last token is drawn, not yet read
+    page.uncheck("[data-live-greedy]")
+
+
+def test_the_cache_speed_up_is_measured(page):
+    """Not a timed assertion: the rates are recorded for the notes, and must exist."""
+    set_inputs(page, "Now is the winter of our discontent")
+    page.click("[data-live-measure]")
+    page.wait_for_function("document.getElementById('live-generation').result.speed")
+    speed = page.evaluate("document.getElementById('live-generation').result.speed")
+    assert speed["cached"]["tokens"] == speed["uncached"]["tokens"]  # the cache changes no token
+    timings = read_json(TIMINGS)
+    timings["gpt2 greedy tokens per second, with the cache"] = speed["cached"]["perSecond"]
+    timings["gpt2 greedy tokens per second, without the cache"] = speed["uncached"]["perSecond"]
+    write_json(TIMINGS, timings)
+
+
+def test_the_model_is_fetched_once_then_read_from_the_browsers_cache(browser, server):
+    tab = new_tab(browser, server)
+    weights = []
+    tab.on("request", lambda r: ".safetensors" in r.url and weights.append(r.url))
+    for _ in range(2):
+        tab.goto(server + PAGE, wait_until="networkidle")
+        progress = tab.locator("#live-generation progress")
+        tab.click("[data-live-load]")
+        tab.wait_for_function("document.getElementById('live-generation').result")
+        assert progress.evaluate("p => p.value === p.max && p.max > 0")
+    assert len(weights) == 1, weights
+    assert not tab.problems, tab.problems
+    tab.context.close()
+
+
+def test_without_javascript_the_page_says_so(browser, server):
+    tab = new_tab(browser, server, java_script_enabled=False)
+    tab.goto(server + PAGE)
+    assert tab.locator("#live-generation").is_hidden()
+    assert "JavaScript" in tab.locator("article .live-error").inner_text()
+    tab.context.close()
