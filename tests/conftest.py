@@ -356,6 +356,20 @@ def new_tab(browser, server, **options):
     return page
 
 
+# the largest difference from torch seen for each tensor the live pages compute, over every
+# input the tests give them: the numbers the notes report
+LIVE_DIFFERENCES = REPO_ROOT / "artifacts" / "live-differences.json"
+
+
+def record_worst(differences: dict[str, float]) -> None:
+    from snippets.book import read_json, write_json
+
+    worst = read_json(LIVE_DIFFERENCES)
+    for what, difference in differences.items():
+        worst[what] = max(worst.get(what, 0.0), difference)
+    write_json(LIVE_DIFFERENCES, worst)
+
+
 def _check_host(url, server, problems):
     if urlparse(url).scheme in {"http", "https"} and not url.startswith(server):
         problems.append(f"request to another host: {url}")

@@ -106,7 +106,8 @@ async function generate() {
 
 // Greedy tokens per second from the prompt, with the cache and without it: without, each
 // step runs the model on the whole sequence again.
-function measure(steps = 32) {
+function measure() {
+  const steps = Math.min(32, model.config.n_positions - state.ids.length);
   const rate = (useCache) => {
     const ids = [...state.ids];
     let cache = model.emptyCache(), logits = model.forward(ids, cache);
@@ -139,7 +140,5 @@ $("[data-live-generate]").addEventListener("click", reportErrors(root, async () 
 }));
 $("[data-live-stop]").addEventListener("click", () => { running = false; });
 $("[data-live-measure]").addEventListener("click", reportErrors(root, () => {
-  if (!state || running) return;
-  readPrompt();
-  measure();
+  if (state && !running) measure();
 }));
