@@ -206,3 +206,13 @@ def test_the_page_reads_in_both_schemes(browser, server, scheme):
         assert ratio >= READABLE_CONTRAST, f"{scheme}: {what} has contrast {ratio:.1f}"
     assert not tab.problems, tab.problems
     tab.context.close()
+
+
+def test_a_browser_that_cannot_run_the_code_is_told_why(browser, server):
+    """An older browser fails on the tokenizer's regular expression (its `v` flag); here the
+    module is not served at all, with the same result: the page's code never starts."""
+    tab = new_tab(browser, server)
+    tab.route("**/live/js/bpe.js", lambda route: route.abort())
+    tab.goto(server + PAGE, wait_until="networkidle")
+    assert "could not run" in tab.locator("#live-generation [data-live-status]").inner_text()
+    tab.context.close()

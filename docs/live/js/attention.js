@@ -14,7 +14,6 @@ const first = $("[data-live-first]"), second = $("[data-live-second]");
 const layerChoice = $("[data-live-layer]");
 let model, tokenizer, selectedHead = 0, firstRun = true;
 
-root.hidden = false;
 say(root, "Load the model to start: the page computes everything in your browser.");
 reportErrors(root, sizeOnButton)($("[data-live-load]"), "minilm");
 

@@ -13,7 +13,6 @@ const sliders = {
 };
 let model, tokenizer, state, running = false;
 
-root.hidden = false;
 say(root, "Load the model to start: the page computes everything in your browser.");
 reportErrors(root, sizeOnButton)($("[data-live-load]"), "gpt2-shakespeare");
 

@@ -45,9 +45,10 @@ export class GPT2 {
     for (let h = 0; h < H; h++) {
       for (let i = 0; i < T; i++) {
         const seen = P + i + 1; // the causal mask: nothing after position P + i
+        const query = i * 3 * D + h * Dh; // where head h's query of token i starts
         for (let j = 0; j < seen; j++) {
           let dot = 0;
-          for (let d = 0; d < Dh; d++) dot += qkv[i * 3 * D + h * Dh + d] * keys[j * D + h * Dh + d];
+          for (let d = 0; d < Dh; d++) dot += qkv[query + d] * keys[j * D + h * Dh + d];
           scores[j] = dot / Math.sqrt(Dh);
         }
         softmax(scores, seen);
