@@ -356,6 +356,23 @@ def new_tab(browser, server, **options):
     return page
 
 
+def loaded_live_page(browser, server, path, **options):
+    """A live page (docs/live/) in a new tab, its model loaded and its first result computed:
+    the page keeps what it computed last on its `.live` element, as `result`."""
+    tab = new_tab(browser, server, **options)
+    tab.goto(server + path, wait_until="networkidle")
+    tab.click("[data-live-load]")
+    tab.wait_for_function("document.querySelector('.live').result", timeout=60_000)
+    return tab
+
+
+def assert_readable(tab, selectors, where):
+    """Each element's text, as screenshotted, contrasts with its background."""
+    for selector in selectors:
+        ratio = contrast(tab.locator(selector).screenshot())
+        assert ratio >= READABLE_CONTRAST, f"{where}: {selector} has contrast {ratio:.1f}"
+
+
 # the largest difference from torch seen for each tensor the live pages compute, over every
 # input the tests give them: the numbers the notes report
 LIVE_DIFFERENCES = REPO_ROOT / "artifacts" / "live-differences.json"

@@ -13,7 +13,14 @@ import torch
 
 from snippets.book import DOCS, REPO_ROOT, read_json, write_json
 from snippets.hub import MINILM
-from tests.conftest import PAIRS, READABLE_CONTRAST, SENTENCE, contrast, new_tab, record_worst
+from tests.conftest import (
+    PAIRS,
+    SENTENCE,
+    assert_readable,
+    loaded_live_page,
+    new_tab,
+    record_worst,
+)
 from tools.live import LIMIT, LIVE_MODELS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
@@ -186,13 +193,8 @@ def test_each_model_file_is_under_the_limit(built_site):
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_page_reads_in_both_schemes(browser, server, scheme):
-    tab = new_tab(browser, server, color_scheme=scheme)
-    tab.goto(server + PAGE, wait_until="networkidle")
-    tab.click("[data-live-load]")
-    tab.wait_for_function("document.getElementById('live-attention').result", timeout=60_000)
-    for what in ["[data-live-tokens] table", "[data-live-status]"]:
-        ratio = contrast(tab.locator(what).screenshot())
-        assert ratio >= READABLE_CONTRAST, f"{scheme}: {what} has contrast {ratio:.1f}"
+    tab = loaded_live_page(browser, server, PAGE, color_scheme=scheme)
+    assert_readable(tab, ["[data-live-tokens] table", "[data-live-status]"], scheme)
     assert tab.locator("[data-live-heads] canvas").count() == 12
     assert not tab.problems, tab.problems
     tab.context.close()

@@ -19,7 +19,7 @@ from transformers import (
 
 from snippets.book import REPO_ROOT, read_json, write_json
 from snippets.hub import GPT2_SHAKESPEARE
-from tests.conftest import READABLE_CONTRAST, contrast, new_tab, record_worst
+from tests.conftest import assert_readable, loaded_live_page, new_tab, record_worst
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
@@ -62,10 +62,7 @@ def gpt2_tokenizer():
 
 @pytest.fixture(scope="module")
 def page(browser, server):
-    tab = new_tab(browser, server)
-    tab.goto(server + PAGE, wait_until="networkidle")
-    tab.click("[data-live-load]")
-    tab.wait_for_function("document.getElementById('live-generation').result", timeout=60_000)
+    tab = loaded_live_page(browser, server, PAGE)
     yield tab
     tab.context.close()
 
@@ -197,13 +194,8 @@ def test_without_javascript_the_page_says_so(browser, server):
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_page_reads_in_both_schemes(browser, server, scheme):
-    tab = new_tab(browser, server, color_scheme=scheme)
-    tab.goto(server + PAGE, wait_until="networkidle")
-    tab.click("[data-live-load]")
-    tab.wait_for_function("document.getElementById('live-generation').result", timeout=60_000)
-    for what in ["[data-live-next]", "[data-live-cache]", "[data-live-status]"]:
-        ratio = contrast(tab.locator(what).screenshot())
-        assert ratio >= READABLE_CONTRAST, f"{scheme}: {what} has contrast {ratio:.1f}"
+    tab = loaded_live_page(browser, server, PAGE, color_scheme=scheme)
+    assert_readable(tab, ["[data-live-next]", "[data-live-cache]", "[data-live-status]"], scheme)
     assert not tab.problems, tab.problems
     tab.context.close()
 

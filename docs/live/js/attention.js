@@ -2,7 +2,7 @@
 // What it computed last is kept on the page's element as `result`, which the tests read.
 import { MiniLM, cosine, sentenceEmbedding } from "./minilm.js";
 import {
-  loadModel, onInput, onSchemeChange, reportErrors, say, sizeOnButton, textColour, viridis,
+  escape, loadOnClick, onInput, onSchemeChange, reportErrors, say, textColour, viridis,
 } from "./ui.js";
 import { WordPiece } from "./wordpiece.js";
 
@@ -15,17 +15,12 @@ const layerChoice = $("[data-live-layer]");
 let model, tokenizer, selectedHead = 0, firstRun = true;
 
 say(root, "Load the model to start: the page computes everything in your browser.");
-reportErrors(root, sizeOnButton)($("[data-live-load]"), "minilm");
-
-$("[data-live-load]").addEventListener("click", reportErrors(root, async (event) => {
-  event.target.disabled = true;
-  const files = await loadModel(root, "minilm", $("progress"));
+loadOnClick(root, "minilm", (files) => {
   model = new MiniLM(files.config, files.tensors);
   tokenizer = new WordPiece(files.tokenizer);
-  $("[data-live-controls]").hidden = false;
   say(root, "MiniLM is loaded. Type, and every tensor below is computed again.");
   run();
-}));
+});
 
 const run = reportErrors(root, () => {
   if (!model) return;
@@ -147,9 +142,6 @@ function drawNorms(hidden, tokens) {
     `<table><tr>${header.map((h) => `<th>${h}</th>`).join("")}</tr>${rows.join("")}</table>`;
   root.result.norms = norms;
 }
-
-const escape = (text) =>
-  text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 onInput([first, second], run);
 layerChoice.addEventListener("change", draw);

@@ -2,7 +2,7 @@
 // What it computed last is kept on the page's element as `result`, which the tests read.
 import { ByteLevelBPE } from "./bpe.js";
 import { GPT2, nextTokenProbabilities, pick } from "./gpt2.js";
-import { loadModel, onInput, reportErrors, say, sizeOnButton } from "./ui.js";
+import { escape, loadOnClick, onInput, reportErrors, say } from "./ui.js";
 
 const root = document.getElementById("live-generation");
 const $ = (selector) => root.querySelector(selector);
@@ -14,17 +14,12 @@ const sliders = {
 let model, tokenizer, state, running = false;
 
 say(root, "Load the model to start: the page computes everything in your browser.");
-reportErrors(root, sizeOnButton)($("[data-live-load]"), "gpt2-shakespeare");
-
-$("[data-live-load]").addEventListener("click", reportErrors(root, async (event) => {
-  event.target.disabled = true;
-  const files = await loadModel(root, "gpt2-shakespeare", $("progress"));
+loadOnClick(root, "gpt2-shakespeare", (files) => {
   model = new GPT2(files.config, files.tensors);
   tokenizer = new ByteLevelBPE(files.tokenizer);
-  $("[data-live-controls]").hidden = false;
   say(root, "The book's GPT-2 is loaded. Type a prompt, move the sliders, generate.");
   readPrompt();
-}));
+});
 
 function settings() {
   return { temperature: Number(sliders.temperature.value), topK: Number(sliders.topK.value),
@@ -124,9 +119,6 @@ function measure() {
   $("[data-live-speed]").textContent = `${steps} greedy tokens: ${cached.perSecond.toFixed(1)} ` +
     `per second with the cache, ${uncached.perSecond.toFixed(1)} without.`;
 }
-
-const escape = (text) =>
-  text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 onInput([prompt, $("[data-live-steps]")], readPrompt);
 for (const slider of Object.values(sliders)) {

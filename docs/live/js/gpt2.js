@@ -1,21 +1,9 @@
 // The book's GPT-2 (tensor-by-tensor/gpt2-shakespeare) by hand, with its KV cache: Part III's
 // forward pass. Shapes: T new tokens, P tokens already cached, D = 256 features,
 // H = 4 heads of Dh = 64, L = 4 blocks, V = 4096 tokens in the vocabulary.
-import { add, conv1d, geluTanh, layerNorm, map, softmax } from "./tensors.js";
+import { Model, add, conv1d, geluTanh, layerNorm, map, softmax } from "./tensors.js";
 
-export class GPT2 {
-  constructor(config, tensors) {
-    this.config = config;
-    this.w = (name) => {
-      if (!(name in tensors)) throw new Error(`no tensor ${name}`);
-      return tensors[name];
-    };
-  }
-
-  module(prefix) {
-    return { weight: this.w(`${prefix}.weight`), bias: this.w(`${prefix}.bias`) };
-  }
-
+export class GPT2 extends Model {
   // --8<-- [start:cache]
   // Each block keeps the keys and values of every token it has seen: (P, D) each, in
   // buffers sized for the longest sequence the model takes (n_positions).
@@ -78,7 +66,7 @@ export class GPT2 {
   // The logits (V) of the next token after `ids`, the T tokens that follow the cache's P.
   forward(ids, cache) {
     const { n_embd: D, vocab_size: V } = this.config, T = ids.length, P = cache.length;
-    const wte = this.w("transformer.wte.weight").data, wpe = this.w("transformer.wpe.weight");
+    const wte = this.tensor("transformer.wte.weight").data, wpe = this.tensor("transformer.wpe.weight");
     const x = new Float32Array(T * D);
     for (let t = 0; t < T; t++) {
       for (let d = 0; d < D; d++) {

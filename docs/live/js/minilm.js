@@ -1,28 +1,16 @@
 // MiniLM (sentence-transformers/all-MiniLM-L6-v2), a BertModel, by hand: Part I's forward
 // pass for one sequence, no padding. Shapes: T tokens, D = 384 features, H = 12 heads of
 // Dh = 32, L = 6 layers.
-import { add, gelu, layerNorm, linear, map, softmax } from "./tensors.js";
+import { Model, add, gelu, layerNorm, linear, map, softmax } from "./tensors.js";
 
-export class MiniLM {
-  constructor(config, tensors) {
-    this.config = config;
-    this.w = (name) => {
-      if (!(name in tensors)) throw new Error(`no tensor ${name}`);
-      return tensors[name];
-    };
-  }
-
-  module(prefix) {
-    return { weight: this.w(`${prefix}.weight`), bias: this.w(`${prefix}.bias`) };
-  }
-
+export class MiniLM extends Model {
   // --8<-- [start:embed]
   // Word + position + token type, then LayerNorm: (T, D)
   embed(ids, typeIds) {
     const D = this.config.hidden_size, T = ids.length, x = new Float32Array(T * D);
-    const words = this.w("embeddings.word_embeddings.weight").data;
-    const positions = this.w("embeddings.position_embeddings.weight").data;
-    const types = this.w("embeddings.token_type_embeddings.weight").data;
+    const words = this.tensor("embeddings.word_embeddings.weight").data;
+    const positions = this.tensor("embeddings.position_embeddings.weight").data;
+    const types = this.tensor("embeddings.token_type_embeddings.weight").data;
     for (let t = 0; t < T; t++) {
       for (let d = 0; d < D; d++) {
         x[t * D + d] = words[ids[t] * D + d] + positions[t * D + d] + types[typeIds[t] * D + d];

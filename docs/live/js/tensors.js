@@ -2,6 +2,24 @@
 // Sums run in JavaScript's float64 and are stored in float32, as torch stores its results.
 // Shapes: T tokens, D features; a weight stored as torch stores it.
 
+// A model's config and its weights, by the names torch gives them.
+export class Model {
+  constructor(config, tensors) {
+    this.config = config;
+    this.tensors = tensors;
+  }
+
+  tensor(name) {
+    if (!(name in this.tensors)) throw new Error(`no tensor ${name}`);
+    return this.tensors[name];
+  }
+
+  // A Linear, LayerNorm or Conv1D: its weight and bias
+  module(prefix) {
+    return { weight: this.tensor(`${prefix}.weight`), bias: this.tensor(`${prefix}.bias`) };
+  }
+}
+
 // --8<-- [start:linear]
 // nn.Linear: x (T, inDim) @ W.T + b, with W as torch stores it: (outDim, inDim).
 export function linear(x, T, { weight, bias }) {

@@ -7,12 +7,12 @@ const MODELS = new URL("../models/", import.meta.url);
 const manifest = fetchManifest(MODELS); // a few hundred bytes: the files' names and sizes
 
 // The button that loads the model says how much it will fetch.
-export async function sizeOnButton(button, folder) {
+async function sizeOnButton(button, folder) {
   const files = (await manifest)[folder];
   button.textContent += ` (${mib(files.reduce((sum, f) => sum + f.bytes, 0))})`;
 }
 
-export async function loadModel(root, folder, progress) {
+async function loadModel(root, folder, progress) {
   const files = (await manifest)[folder];
   progress.hidden = false;
   const bytes = await fetchFiles(new URL(`${folder}/`, MODELS), files, (received, total) => {
@@ -27,6 +27,21 @@ export async function loadModel(root, folder, progress) {
   }
   return { config: json("config.json"), tokenizer: json("tokenizer.json"), tensors };
 }
+
+// The load button: fetch the model's files, then hand them to `ready` and show the controls.
+export function loadOnClick(root, folder, ready) {
+  const button = root.querySelector("[data-live-load]");
+  reportErrors(root, sizeOnButton)(button, folder);
+  button.addEventListener("click", reportErrors(root, async () => {
+    button.disabled = true;
+    const files = await loadModel(root, folder, root.querySelector("progress"));
+    root.querySelector("[data-live-controls]").hidden = false;
+    ready(files);
+  }));
+}
+
+export const escape = (text) =>
+  text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 export const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
