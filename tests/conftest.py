@@ -61,10 +61,13 @@ def selected_pages(config) -> list[Path]:
 
 
 def tests_of(page: Path) -> set[str]:
-    """The test files that check a page: its own, and those of the snippets it includes."""
-    own = page_test_file(page.relative_to(DOCS).as_posix()).name
+    """The test files that check a page: its own, with those of its aspects (for
+    docs/live/attention.md, test_live_attention.py and test_live_attention_tokenizer.py),
+    and those of the snippets it includes."""
+    own = page_test_file(page.relative_to(DOCS).as_posix())
+    aspects = {path.name for path in (REPO_ROOT / own.parent).glob(f"{own.stem}_*.py")}
     modules = {f"test_snippets_{Path(name).stem}.py" for name in included_modules(page)}
-    return {"test_docs.py", own, *modules}
+    return {"test_docs.py", own.name, *aspects, *modules}
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -1,4 +1,5 @@
-"""The test set-up (tests/conftest.py) runs offline: no host but this machine can be reached."""
+"""The test set-up (tests/conftest.py): it runs offline, where no host but this machine can be
+reached; and `--page` runs a page with the tests that check it."""
 
 import socket
 
@@ -23,3 +24,15 @@ def test_hugging_face_does_not_try_the_hub_for_a_model_it_lacks():
 
     with pytest.raises(OSError, match=r"offline|cache|connect"):
         AutoConfig.from_pretrained("google-bert/bert-base-uncased")
+
+
+def test_one_page_runs_with_its_own_tests_its_aspects_and_its_snippets():
+    from tests.conftest import tests_of
+    from tools.pages import DOCS
+
+    assert {
+        "test_live_attention.py",
+        "test_live_attention_tokenizer.py",
+        "test_snippets_bert_by_hand.py",
+    } <= tests_of(DOCS / "live" / "attention.md")
+    assert "test_live_attention_tokenizer.py" not in tests_of(DOCS / "live" / "generation.md")
