@@ -4,8 +4,8 @@ Both models' weights, configs and tokenizers, taken from the Hugging Face cache 
 set-up filled and written to docs/live/models/ (git-ignored), which the site serves:
 
 - the book's GPT-2 is copied as it is: one float32 file of 16 MiB;
-- MiniLM's float32 weights (87 MiB) are cut in two files, each under the 50 MB a
-  browser is asked to fetch at once: the embeddings, and the layers with the pooler.
+- MiniLM's float32 weights (87 MiB) are cut in two files, each under LIMIT, the most
+  the book asks a browser to fetch in one file: the embeddings; the layers and pooler.
   `position_ids`, a buffer of 0..511 and no weight, is left out.
 
 Every file is checked by sha256, copied or written, so a changed checkpoint or a
