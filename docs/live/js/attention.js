@@ -38,8 +38,11 @@ const run = reportErrors(root, () => {
     const hidden = model.forward(alone.ids, alone.typeIds).hidden;
     return sentenceEmbedding(hidden[hidden.length - 1], alone.ids.length, D);
   });
+  // each token's vector length after the embeddings and after each layer: (L + 1) × T
+  const norms = out.hidden.map((x) =>
+    encoded.tokens.map((_, t) => Math.hypot(...x.subarray(t * D, (t + 1) * D))));
   root.result = {
-    texts: [a, b], ...encoded, hidden: out.hidden, attentions: out.attentions,
+    texts: [a, b], ...encoded, hidden: out.hidden, attentions: out.attentions, norms,
     pooled: out.pooled, embeddings,
     cosine: embeddings.length ? cosine(...embeddings) : null,
   };
@@ -51,10 +54,10 @@ const run = reportErrors(root, () => {
 });
 
 function draw() {
-  const { tokens, ids, typeIds, attentions, hidden, cosine: similarity } = root.result;
+  const { tokens, ids, typeIds, attentions, norms, cosine: similarity } = root.result;
   drawTokens(tokens, ids, typeIds);
   drawHeads(attentions[Number(layerChoice.value)], tokens);
-  drawNorms(hidden, tokens);
+  drawNorms(norms, tokens);
   $("[data-live-cosine]").textContent = similarity === null
     ? "Type a second sentence to compare the two."
     : `Cosine similarity of the two sentence embeddings: ${similarity.toFixed(4)}`;
@@ -128,19 +131,15 @@ function heatmap(p, T, size, tokens) {
   return canvas;
 }
 
-// Each token's vector length after the embeddings and after each layer.
-function drawNorms(hidden, tokens) {
-  const D = model.config.hidden_size;
-  const norms = hidden.map((x) =>
-    tokens.map((_, t) => Math.hypot(...x.subarray(t * D, (t + 1) * D))));
+// The vector lengths as a table: a row per token, a column per layer.
+function drawNorms(norms, tokens) {
   const largest = Math.max(...norms.flat());
-  const header = ["token", "embeddings", ...hidden.slice(1).map((_, l) => `layer ${l}`)];
+  const header = ["token", "embeddings", ...norms.slice(1).map((_, l) => `layer ${l}`)];
   const rows = tokens.map((token, t) => `<tr><th>${escape(token)}</th>${norms.map((n) =>
     `<td style="--share: ${(100 * n[t] / largest).toFixed(0)}%">${n[t].toFixed(2)}</td>`
   ).join("")}</tr>`);
   $("[data-live-norms]").innerHTML =
     `<table><tr>${header.map((h) => `<th>${h}</th>`).join("")}</tr>${rows.join("")}</table>`;
-  root.result.norms = norms;
 }
 
 onInput([first, second], run);

@@ -60,10 +60,9 @@ function show(milliseconds) {
       cell(before[id])}${cell(after[id])}</tr>`).join("");
   const kept = after.filter((p) => p > 0).length;
   $("[data-live-kept]").textContent = `${kept} of ${after.length} tokens can be drawn.`;
-  const { length, bytes } = { length: state.cache.length, bytes: state.cache.bytes() };
-  const { n_layer: L, n_embd: D } = model.config;
+  const { n_layer: L, n_embd: D } = model.config, { length } = state.cache;
   $("[data-live-cache]").textContent = `KV cache: ${L} blocks × (keys, values) × ${length} ` +
-    `tokens × ${D} features, ${(bytes / 1024).toFixed(0)} KiB of float32.`;
+    `tokens × ${D} features, ${(state.cache.bytes() / 1024).toFixed(0)} KiB of float32.`;
   $("[data-live-text]").replaceChildren(
     prompt.value, Object.assign(document.createElement("mark"), {
       textContent: tokenizer.decode(state.generated) }));

@@ -66,11 +66,12 @@ export class GPT2 extends Model {
   // The logits (V) of the next token after `ids`, the T tokens that follow the cache's P.
   forward(ids, cache) {
     const { n_embd: D, vocab_size: V } = this.config, T = ids.length, P = cache.length;
-    const wte = this.tensor("transformer.wte.weight").data, wpe = this.tensor("transformer.wpe.weight");
+    const wte = this.tensor("transformer.wte.weight").data;
+    const wpe = this.tensor("transformer.wpe.weight").data;
     const x = new Float32Array(T * D);
     for (let t = 0; t < T; t++) {
       for (let d = 0; d < D; d++) {
-        x[t * D + d] = wte[ids[t] * D + d] + wpe.data[(P + t) * D + d]; // positions from P
+        x[t * D + d] = wte[ids[t] * D + d] + wpe[(P + t) * D + d]; // positions from P
       }
     }
     for (let l = 0; l < this.config.n_layer; l++) this.block(l, x, T, cache);

@@ -1,8 +1,6 @@
 // What both live pages share: fetching a model with a progress bar, messages, colours.
 import { fetchFiles, fetchManifest, readSafetensors } from "./weights.js";
 
-// The model's config, tokenizer and tensors, fetched (or read from the browser's cache)
-// into `progress`; the page's <p data-live-status> says what happens.
 const MODELS = new URL("../models/", import.meta.url);
 const manifest = fetchManifest(MODELS); // a few hundred bytes: the files' names and sizes
 
@@ -12,6 +10,8 @@ async function sizeOnButton(button, folder) {
   button.textContent += ` (${mib(files.reduce((sum, f) => sum + f.bytes, 0))})`;
 }
 
+// The model's config, tokenizer and tensors, fetched (or read from the browser's cache)
+// into `progress`; the page's <p data-live-status> says what happens.
 async function loadModel(root, folder, progress) {
   const files = (await manifest)[folder];
   progress.hidden = false;
@@ -43,7 +43,7 @@ export function loadOnClick(root, folder, ready) {
 export const escape = (text) =>
   text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
-export const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+const mib = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 export function say(root, message, isError = false) {
   const status = root.querySelector("[data-live-status]");
