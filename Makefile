@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 LINTED := snippets tools tests hooks.py docs/labs
 
-.PHONY: serve test test-reader setup chromium chapter
+.PHONY: serve test test-reader test-proofs setup chromium chapter
 
 serve: setup
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
@@ -24,10 +24,17 @@ test: setup chromium
 	$(BIN)/pytest
 endif
 
-# the built site as readers run it: pasted into Python, and as notebooks in fresh
-# virtual environments (tests/test_site_reader.py); CI runs it after `make test`
+# the built site as readers run it: each notebook in a fresh virtual environment, under
+# the two numeric configurations `make test` does not run (tools/numerics.py), and what a
+# reader pastes (tests/test_site_reader.py); CI runs it after `make test`
 test-reader: setup
-	$(BIN)/pytest tests/test_site_reader.py --reader
+	$(BIN)/pytest tests/test_site_reader.py --reader --numprocesses 0
+
+# the parity tests again under those two configurations: the proof table (docs/proofs.md)
+# gives the largest difference over all three; CI runs it after `make test`
+test-proofs: setup
+	$(BIN)/python -m tools.numerics compatible-1-thread $(BIN)/pytest -m proof
+	$(BIN)/python -m tools.numerics avx2-2-threads $(BIN)/pytest -m proof
 
 # the browser checks drive Debian's Chromium, or the one $CHROMIUM names
 chromium:

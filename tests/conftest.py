@@ -25,10 +25,13 @@ use_offline_hub()
 os.environ["MPLBACKEND"] = "Agg"
 
 from snippets.book import REPO_ROOT  # noqa: E402
+from tools import proofs  # noqa: E402
+from tools.numerics import CONFIGURATIONS, MARGIN, current  # noqa: E402
 from tools.pages import DOCS, display, included_modules  # noqa: E402
 from tools.scaffold import page_test_file  # noqa: E402
 
-# outcomes of the book's own blocks ("executed", "skipped", "failed"), for the run's summary
+# outcomes of the book's own blocks ("passed", "skipped", "failed"), for the run's summary;
+# counted from the reports, which reach this process from every pytest-xdist worker
 TALLY: Counter[str] = Counter()
 
 
@@ -40,6 +43,14 @@ def pytest_addoption(parser):
         metavar="docs/PART/PAGE.md",
         help="run only this page (as its notebook), its own tests and the tests of the "
         "snippets it includes; may be given more than once",
+    )
+    parser.addoption(
+        "--configuration",
+        action="append",
+        default=[],
+        choices=sorted(CONFIGURATIONS),
+        help="run the pages under this numeric configuration (tools/numerics.py); may be "
+        "given more than once. Default: as-is, or all of them with --page",
     )
     parser.addoption(
         "--reader",
@@ -58,6 +69,14 @@ def selected_pages(config) -> list[Path]:
             raise pytest.UsageError(f"--page {given}: not a page under docs/ (docs/PART/PAGE.md)")
         chosen.append(path)
     return chosen
+
+
+def selected_configurations(config) -> list[str]:
+    """The numeric configurations the pages run under, in CONFIGURATIONS' order."""
+    chosen = config.getoption("configuration") or (
+        list(CONFIGURATIONS) if config.getoption("page") else ["as-is"]
+    )
+    return [name for name in CONFIGURATIONS if name in chosen]
 
 
 def tests_of(page: Path) -> set[str]:
@@ -79,15 +98,44 @@ def pytest_ignore_collect(collection_path, config):
     return collection_path.name not in set().union(*map(tests_of, pages))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "proof: a parity test that records its proof in the proof table (`prove`)"
+    )
+
+
 def pytest_sessionstart(session):
     provision()
+    whole_run = not (session.config.getoption("page") or session.config.getoption("reader"))
+    if whole_run and current() == "as-is" and not hasattr(session.config, "workerinput"):
+        proofs.clear()  # this run measures every proof again; the other configurations add
+
+
+def pytest_collection_modifyitems(config, items):
+    """Groups for pytest-xdist (`--dist loadgroup`): a page's blocks under one configuration
+    have theirs (tests/test_docs.py); the tests that need the built site share one, so it
+    is built once; any other test goes with its file, so its module fixtures load once."""
+    for item in items:
+        if "prove" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.proof)
+        if item.get_closest_marker("xdist_group"):
+            continue
+        name = "built-site" if "built_site" in item.fixturenames else item.path.name
+        item.add_marker(pytest.mark.xdist_group(name))
+
+
+def pytest_runtest_logreport(report):
+    if "test_docs.py::test_block" in report.nodeid and (
+        report.when == "call" or report.outcome != "passed"
+    ):
+        TALLY[report.outcome] += 1
 
 
 def pytest_terminal_summary(terminalreporter, config):
     if TALLY:
         terminalreporter.write_sep(
             "-",
-            f"docs: {TALLY['executed']} blocks executed, {TALLY['skipped']} skipped, "
+            f"docs: {TALLY['passed']} blocks ran and passed, {TALLY['skipped']} skipped, "
             f"{TALLY['failed']} failed",
         )
     for page in selected_pages(config):
@@ -107,6 +155,32 @@ def built_site(tmp_path_factory):
     )
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr}"
     return site_dir
+
+
+@pytest.fixture
+def prove():
+    """`prove(component, reference, inputs, ours, theirs, atol)`: asserts that the tensors
+    `ours` (the book's) and `theirs` (the reference's) have one shape and differ by at most
+    `atol` anywhere, with a 10× margin (docs/contributing.md), and records the largest
+    difference in the proof table (tools/proofs.py). `inputs` says what went in, as the
+    table shows it."""
+
+    def prove(component, reference, inputs, ours, theirs, atol):
+        assert ours.shape == theirs.shape, f"{component}: shape {ours.shape} != {theirs.shape}"
+        difference = (ours.double() - theirs.double()).abs().max().item()
+        proofs.record(component, reference, inputs, atol, difference)
+        assert difference <= atol, (
+            f"{component} against {reference} on {inputs}: largest difference "
+            f"{difference:.2e}, above the tolerance {atol:.0e}"
+        )
+        assert difference * MARGIN <= atol, (
+            f"{component} against {reference} on {inputs}: largest difference "
+            f"{difference:.2e} leaves the tolerance {atol:.0e} less than a {MARGIN}× "
+            "margin; find why, or raise the tolerance to keep the margin"
+        )
+        return difference
+
+    return prove
 
 
 # Part I's inputs that no page shows, and its float32 tolerance (measured: see the

@@ -1,29 +1,39 @@
 """Every page of the book: its conventions, links and images, then each of its blocks,
 in page order.
 
-Each page runs once, as the notebook a reader downloads, in a fresh kernel
-(tools/execute.py); each block is then its own test, passing, failing with the
-page's file:line and traceback, or skipped. A page whose blocks all pass records
-its run time, which the site prints under its title.
+Each page runs once per numeric configuration (tools/numerics.py; the
+machine as it is, unless `--configuration` or `--page` asks for more), as the notebook a
+reader downloads, in a fresh kernel; each block is then its own test, passing, failing
+with the page's file:line, the configuration and the first differing line or the
+traceback, or skipped. A page whose blocks all pass as they are records its run time,
+which the site prints under its title.
 """
 
 import shutil
 
 import pytest
 
-from tests.conftest import TALLY, selected_pages
+from tests.conftest import selected_configurations, selected_pages
 from tools import checks, timings
 from tools.execute import BlockFailure, BlockSkipped, run_page
 from tools.pages import FIGURES, display, pages, parse
 
-RUNS = {}  # page path -> its PageRun, made by the first of its blocks to be tested
+RUNS = {}  # (page path, configuration) -> its PageRun, made by its first block tested
 
 
 def pytest_generate_tests(metafunc):
     chosen = [parse(path) for path in selected_pages(metafunc.config) or pages()]
     if "block" in metafunc.fixturenames:
-        blocks = [(page, block) for page in chosen for block in page.blocks]
-        metafunc.parametrize(("page", "block"), blocks, ids=[b.where for _, b in blocks])
+        # one group per page and configuration, so that pytest-xdist runs its blocks in one
+        # worker, after one run of the page
+        blocks = [
+            pytest.param(page, block, configuration, id=f"{block.where}[{configuration}]",
+                         marks=pytest.mark.xdist_group(f"{display(page.path)}[{configuration}]"))
+            for configuration in selected_configurations(metafunc.config)
+            for page in chosen
+            for block in page.blocks
+        ]  # fmt: skip
+        metafunc.parametrize(("page", "block", "configuration"), blocks)
     elif "page" in metafunc.fixturenames:
         metafunc.parametrize("page", chosen, ids=[display(page.path) for page in chosen])
 
@@ -42,19 +52,17 @@ def test_page_follows_conventions(page):
         pytest.fail("\n".join(problems), pytrace=False)
 
 
-def test_block(page, block):
-    if page.path not in RUNS:
-        RUNS[page.path] = run = run_page(page)
-        if page.cells and run.passed:
+def test_block(page, block, configuration):
+    if (page.path, configuration) not in RUNS:
+        RUNS[page.path, configuration] = run = run_page(page, configuration)
+        if page.cells and run.passed and configuration == "as-is":
             timings.record(page.path, run.seconds)
-    outcome = "failed"
     try:
-        RUNS[page.path].check(block)
-        outcome = "executed"
+        RUNS[page.path, configuration].check(block)
     except BlockSkipped as skipped:
-        outcome = "skipped"
         pytest.skip(str(skipped))
     except BlockFailure as failure:
-        pytest.fail(str(failure), pytrace=False)
-    finally:
-        TALLY[outcome] += 1
+        problem = str(failure)
+    else:
+        return
+    pytest.fail(problem, pytrace=False)

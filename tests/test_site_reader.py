@@ -1,24 +1,32 @@
 """The built site, run as its readers run it (`make test-reader`; CI runs it after `make test`).
 
-- Paste: each page's python blocks, taken from its built HTML, run in order in a fresh
-  interpreter of the book's environment, in an empty folder outside the repository, with
-  no HF_* variable set: the set-up has filled the cache that any Python reads. Each block
-  must print what the page shows under it.
+Each page's code runs once per numeric configuration in CI: `make test` runs it as it is
+(tests/test_docs.py), and here each notebook downloaded from the built site runs under
+the two others (tools/numerics.py). What a reader copies instead is proven to be that code,
+byte for byte, without running it again.
+
 - Notebook: each notebook downloaded from the built site runs top to bottom in a fresh
   virtual environment outside the repository, holding torch (the local wheel), the
-  kernel that runs it, and only what the notebook's set-up cell installs. Each cell must
-  print what the page shows. Notebooks whose set-up cells install the same pins share one
-  environment: it holds what any of them would hold alone.
+  kernel that runs it, and only the pins its set-up cell names, under each configuration
+  but the machine as it is. Each cell must print what the page shows. Notebooks whose
+  set-up cells name the same pins share one environment, built by uv.
+- Paste: the code of each chapter's built HTML is its Markdown's, includes expanded, and its
+  notebook's cells are the same code with the same outputs. Each model and file the
+  chapters load, with the call they type, loads in a fresh interpreter in an empty
+  folder outside the repository with no HF_* variable: the set-up filled the cache that
+  any Python reads.
 - Sequence: Part I, then the training part, then Part III, pasted one after the other
   into one interpreter, as a reader who keeps a session open: no chapter may leave the
   session unusable for the next.
 
-A failure names the page, the block and the first line that differs.
+A failure names the page, the block, the configuration and the first line that differs.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
+import functools
 import json
 import os
 import subprocess
@@ -31,6 +39,7 @@ import nbformat
 import pytest
 
 from snippets.book import nav
+from tools.numerics import CONFIGURATIONS, describe
 from tools.pages import (
     DOCS,
     lab_notebook_path,
@@ -41,11 +50,13 @@ from tools.pages import (
     site_path,
 )
 
-# The paste runs spend most of their time asleep: with no network and no HF_HUB_OFFLINE,
-# huggingface_hub retries each Hub lookup for about 23 s before it reads the cache.
-# Running several at once overlaps the waits; each holds 0.3 to 1.5 GB.
-PASTES_AT_ONCE = 12
+# The loads with no HF_* variable spend most of their time asleep: with no network and no
+# HF_HUB_OFFLINE, huggingface_hub retries each Hub lookup for about 23 s before it reads
+# the cache. Running them all at once overlaps the waits; each holds about 0.5 GB.
+LOADS_AT_ONCE = 16
 PAGE_TIMEOUT = 1800  # seconds: the slowest page, training included, with every retry
+# the page runs here: `make test` runs the machine as it is
+READER_CONFIGURATIONS = [name for name in CONFIGURATIONS if name != "as-is"]
 
 # Runs the blocks given as JSON in a fresh module named __main__, as pasted into Python,
 # and writes what each printed, or the traceback of the first that raised.
@@ -197,32 +208,6 @@ def site_pages() -> list[Path]:
 # ---------------------------------------------------------------- paste
 
 
-@pytest.fixture(scope="session")
-def pasted(built_site, tmp_path_factory):
-    """Every page pasted into its own fresh interpreter, several at a time: page -> results."""
-    root = tmp_path_factory.mktemp("pasted")
-    environment = reader_environment()
-    with ThreadPoolExecutor(PASTES_AT_ONCE) as pool:
-        runs = {
-            page: pool.submit(
-                paste,
-                shown_blocks(built_site, page),
-                root / site_path(page).strip("/"),
-                environment,
-            )
-            for page in site_pages()
-        }
-        return {page: run.result() for page, run in runs.items()}
-
-
-@pytest.mark.parametrize("page", site_pages(), ids=lambda p: p.relative_to(DOCS).as_posix())
-def test_a_page_pasted_into_python_prints_what_it_shows(built_site, pasted, page):
-    blocks = shown_blocks(built_site, page)
-    assert blocks, f"{site_path(page)}: no python block in the built page"
-    problems = failures(blocks, pasted[page])
-    assert not problems, "\n\n".join(problems)
-
-
 def test_the_built_pages_show_the_code_the_tests_run(built_site):
     """What a reader copies from a chapter is, line for line, what tests/test_docs.py runs from
     its source, includes expanded, and the outputs shown are those it compares. Blank lines
@@ -239,6 +224,71 @@ def test_the_built_pages_show_the_code_the_tests_run(built_site):
             assert [(code, normalise(out or "")) for code, out in shown] == [
                 (code, normalise(out or "")) for code, out in ran
             ], site_path(page)
+
+
+def test_the_downloaded_notebooks_hold_the_code_the_tests_run(built_site):
+    """A chapter's notebook, after its set-up cell, is its python blocks byte for byte, each
+    with the output the page shows: running the notebook is running the page."""
+    for page in site_pages():
+        if page.suffix != ".md":
+            continue
+        notebook = nbformat.read(built_site / notebook_path(page), as_version=4)
+        cells = [(cell.source, printed(cell)) for cell in code_cells(notebook)[1:]]
+        blocks = [(b.code.rstrip("\n"), b.expected_output or "") for b in parse(page).cells]
+        assert [(code, normalise(out)) for code, out in cells] == [
+            (code, normalise(out)) for code, out in blocks
+        ], notebook_path(page)
+
+
+def hub_loads(site: Path) -> dict[str, str]:
+    """Each call the chapters type to load from the Hub (`X.from_pretrained(...)`,
+    `hf_hub_download(...)`, `SentenceTransformer(...)`) whose arguments are all written
+    out, as a script that imports what the call needs the way its page does: call -> script.
+    """
+    loads = {}
+    for page in site_pages():
+        if page.suffix != ".md":
+            continue
+        trees = [ast.parse(block["code"]) for block in shown_blocks(site, page)]
+        imports = [node for tree in trees for node in tree.body
+                   if isinstance(node, ast.Import | ast.ImportFrom)]  # fmt: skip
+        for node in (node for tree in trees for node in ast.walk(tree)):
+            if isinstance(node, ast.Call) and _loads_from_the_hub(node):
+                call = ast.unparse(node)
+                loads.setdefault(call, "\n".join([*map(ast.unparse, imports), call]))
+    return loads
+
+
+def _loads_from_the_hub(call: ast.Call) -> bool:
+    function = call.func
+    name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+    if name not in {"from_pretrained", "hf_hub_download", "SentenceTransformer"}:
+        return False
+    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return bool(call.args) and all(isinstance(a, ast.Constant) for a in arguments)
+
+
+def test_what_the_chapters_load_loads_with_no_hf_variable(built_site, tmp_path):
+    """A reader's Python has no HF_HUB_OFFLINE: each load the chapters type reads the cache
+    the set-up filled, from an empty folder, after huggingface_hub's retries."""
+    loads = hub_loads(built_site)
+    assert len(loads) >= 5, f"only {len(loads)} Hub loads found in the chapters"
+
+    def load(number: int, script: str) -> str | None:
+        work = tmp_path / f"load-{number}"
+        work.mkdir()
+        result = subprocess.run(
+            [sys.executable, "-c", script], cwd=work, env=reader_environment(),
+            capture_output=True, text=True, timeout=PAGE_TIMEOUT, check=False,
+        )  # fmt: skip
+        return None if result.returncode == 0 else result.stderr[-3000:]
+
+    with ThreadPoolExecutor(LOADS_AT_ONCE) as pool:
+        runs = {
+            call: pool.submit(load, n, script) for n, (call, script) in enumerate(loads.items())
+        }
+        problems = [f"{call} raised:\n{run.result()}" for call, run in runs.items() if run.result()]
+    assert not problems, "\n\n".join(problems)
 
 
 # ---------------------------------------------------------------- sequence
@@ -272,29 +322,47 @@ def set_up_cell(notebook) -> str:
     return code[0].source
 
 
-@pytest.fixture(scope="session")
-def base_environment(tmp_path_factory) -> Path:
-    """A virtual environment outside the repository with torch (the local CPU wheel) and the
-    kernel that runs the notebooks, as Colab has both; its packages, not its interpreter,
-    are shared by the notebooks' environments."""
+def tested_pins(set_up: str) -> list[str]:
+    """The pins a notebook's set-up cell installs where they are missing: its `tested`."""
+    assignment = next(node for node in ast.parse(set_up).body if isinstance(node, ast.Assign)
+                      and ast.unparse(node.targets[0]) == "tested")  # fmt: skip
+    return [f"{name}=={version}" for name, version in ast.literal_eval(assignment.value).items()]
+
+
+def pip_sources() -> list[str]:
+    """uv's options for the package sources pip is configured with (find-links and extra
+    indexes: where this machine's pip finds torch's CPU build), which uv does not read."""
+    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], env=os.environ,
+                            capture_output=True, text=True, check=False).stdout  # fmt: skip
+    options = []
+    for line in listed.splitlines():
+        key, _, value = line.partition("=")
+        option = key.rpartition(".")[2]
+        for source in value.strip("'\"").split():
+            local = source.removeprefix("file://")
+            if source.startswith("file:") and not Path(local).exists():
+                continue  # a mirror this machine does not have
+            if option == "find-links":
+                options += ["--find-links", local]
+            elif option == "extra-index-url":
+                options += ["--extra-index-url", source]
+    return options
+
+
+def fresh_environment(folder: Path, pins: list[str]) -> Path:
+    """A new virtual environment with torch (the book's build), the kernel that runs the
+    notebooks, as Colab has both, and `pins` with what they depend on: what the set-up cell
+    would install. Built by uv, from its cache after the first."""
     from importlib.metadata import version
 
-    base = tmp_path_factory.mktemp("reader-base")
-    subprocess.run([sys._base_executable, "-m", "venv", str(base)], check=True)
-    subprocess.run(
-        [base / "bin" / "python", "-m", "pip", "install", "--quiet",
-         f"torch=={version('torch')}", f"ipykernel=={version('ipykernel')}"],
-        check=True, env=reader_environment(),
-    )  # fmt: skip
-    return base
+    import uv
 
-
-def fresh_environment(base: Path, folder: Path) -> Path:
-    """A new virtual environment that sees the base's packages, and nothing else."""
-    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-    (site_packages,) = folder.glob("lib/python*/site-packages")
-    (base_packages,) = base.glob("lib/python*/site-packages")
-    (site_packages / "reader-base.pth").write_text(f"{base_packages}\n")
+    run = functools.partial(subprocess.run, check=True, env=reader_environment(),
+                            capture_output=True)  # fmt: skip
+    run([uv.find_uv_bin(), "venv", "--quiet", "--python", sys._base_executable, str(folder)])
+    run([uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(folder / "bin" / "python"),
+         *pip_sources(), f"torch=={version('torch')}", f"ipykernel=={version('ipykernel')}",
+         *pins])  # fmt: skip
     kernel = folder / "kernels" / "reader"
     kernel.mkdir(parents=True)
     argv = [str(folder / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
@@ -303,64 +371,79 @@ def fresh_environment(base: Path, folder: Path) -> Path:
     return folder
 
 
-def run_notebook(path: Path, environment: Path, work: Path) -> list[str]:
-    """Run a downloaded notebook in `environment`'s kernel; the problems found."""
+def code_cells(notebook) -> list:
+    return [cell for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def printed(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+
+
+def run_notebook(name: str, path: Path, environment: Path, work: Path, configuration: str
+                 ) -> list[str]:  # fmt: skip
+    """Run a downloaded notebook in `environment`'s kernel under a numeric configuration
+    (tools/numerics.py); the problems found, each naming the page's block."""
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     notebook = nbformat.read(path, as_version=4)
-    shown = [
-        "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-    ]
+    shown = [printed(cell) for cell in code_cells(notebook)]
     specs = KernelSpecManager(kernel_dirs=[str(environment / "kernels")])
     manager = KernelManager(kernel_name="reader", kernel_spec_manager=specs)
     client = NotebookClient(
         notebook, km=manager, timeout=PAGE_TIMEOUT, resources={"metadata": {"path": str(work)}}
     )
+    under = f"under {describe(configuration)}"
     # Offline: no Hub holds the book's ids from here, and the paste test covers the
     # reader with no variable set.
     try:
-        client.execute(env=reader_environment(HF_HUB_OFFLINE="1"))
+        client.execute(env=reader_environment(HF_HUB_OFFLINE="1", **CONFIGURATIONS[configuration]))
     except CellExecutionError as exc:
-        return [f"{path.name}: a cell raised:\n{exc}"]
+        return [f"{name}, {under}: a cell raised:\n{exc}"]
     finally:  # a kernel manager handed to nbclient is the caller's to shut down
         if manager.has_kernel:
             manager.shutdown_kernel(now=True)
+    page = DOCS / Path(name).relative_to("notebooks").with_suffix(".md")
+    blocks = parse(page).cells if name.startswith("notebooks/") else []
     problems = []
-    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    for number, (cell, expected) in enumerate(zip(code_cells, shown, strict=True)):
-        printed = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
-        if number and normalise(printed) != normalise(expected):
-            where = f"{path.name}, code cell {number + 1}"
-            problems.append(first_difference(where, cell.source, expected, printed))
+    for number, (cell, expected) in enumerate(zip(code_cells(notebook), shown, strict=True)):
+        if number and normalise(printed(cell)) != normalise(expected):
+            where = blocks[number - 1].where if blocks else f"{name}, code cell {number + 1}"
+            problems.append(first_difference(f"{where}, {under}", cell.source, expected,
+                                             printed(cell)))  # fmt: skip
     return problems
 
 
 @pytest.fixture(scope="session")
-def notebook_runs(built_site, base_environment, tmp_path_factory):
-    """Every downloaded notebook, run in a fresh environment per set of pins: name -> problems."""
+def notebook_runs(built_site, tmp_path_factory):
+    """Every downloaded notebook under each configuration but the machine as it is, in a
+    fresh environment per set of pins: (name, configuration) -> problems."""
     notebooks = downloaded_notebooks(built_site)
     groups: dict[str, list[str]] = {}
     for name, path in notebooks.items():
         groups.setdefault(set_up_cell(nbformat.read(path, as_version=4)), []).append(name)
     root = tmp_path_factory.mktemp("notebooks")
+    environments = {}
+    for number, (set_up, names) in enumerate(groups.items()):
+        pins = tested_pins(set_up) if "tested = " in set_up else []
+        environment = fresh_environment(root / f"environment-{number}", pins)
+        environments |= dict.fromkeys(names, environment)
 
-    def run_group(number: int, names: list[str]) -> dict[str, list[str]]:
-        environment = fresh_environment(base_environment, root / f"environment-{number}")
-        problems = {}
-        for name in names:
-            work = root / name.replace("/", "-")
-            work.mkdir()
-            problems[name] = run_notebook(notebooks[name], environment, work)
-        return problems
+    def run(name: str, configuration: str) -> list[str]:
+        work = root / f"{name.replace('/', '-')}-{configuration}"
+        work.mkdir()
+        return run_notebook(name, notebooks[name], environments[name], work, configuration)
 
-    with ThreadPoolExecutor(3) as pool:
-        runs = [pool.submit(run_group, n, names) for n, names in enumerate(groups.values())]
-        return {name: problems for run in runs for name, problems in run.result().items()}
+    # two at a time, on two cores: one configuration runs one thread, the other two
+    with ThreadPoolExecutor(2) as pool:
+        runs = {
+            (name, configuration): pool.submit(run, name, configuration)
+            for name in notebooks
+            for configuration in READER_CONFIGURATIONS
+        }
+        return {key: run.result() for key, run in runs.items()}
 
 
 def test_the_notebooks_have_a_set_up_cell_and_link_the_published_site(built_site):
@@ -374,9 +457,11 @@ def test_the_notebooks_have_a_set_up_cell_and_link_the_published_site(built_site
             assert site_url in notebook.cells[0].source, name
 
 
+@pytest.mark.parametrize("configuration", READER_CONFIGURATIONS)
 @pytest.mark.parametrize(
     "name",
     [lab_notebook_path(p.stem) if p.suffix == ".py" else notebook_path(p) for p in site_pages()],
 )
-def test_a_downloaded_notebook_runs_in_a_fresh_environment(notebook_runs, name):
-    assert not notebook_runs[name], "\n\n".join(notebook_runs[name])
+def test_a_downloaded_notebook_runs_in_a_fresh_environment(notebook_runs, name, configuration):
+    problems = notebook_runs[name, configuration]
+    assert not problems, "\n\n".join(problems)

@@ -29,9 +29,11 @@ from pathlib import Path
 import nbformat
 
 from tools.notebooks import to_notebook
+from tools.numerics import MARGIN, describe, environment
 from tools.pages import Block, Page, display
 
 CELL_TIMEOUT = 600  # seconds a block may run before it counts as failed
+
 
 # Run in the kernel after a cell raised: the frames of the exception, and for each
 # frame in a cell, that cell's execution count (IPython names a frame "In[n]").
@@ -41,6 +43,42 @@ print(_json.dumps([
     [f.filename, f.lineno, f.name, f.line, get_ipython().compile.format_code_name(f.filename)]
     for f in _traceback.extract_tb(_sys.last_traceback)
 ]))
+"""
+
+
+# Run in the kernel before the page, by the tests only (the notebook a reader downloads
+# has no such cell): every torch.allclose the page calls keeps how close it came to its
+# tolerance, the largest |a - b| / (atol + rtol |b|), which WATCHED then reads back.
+WATCH = """\
+def _watch_allclose():
+    import sys
+    import torch
+
+    allclose, calls = torch.allclose, []
+
+    def watched(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        result = allclose(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan)
+        with torch.no_grad():
+            a, b = torch.broadcast_tensors(input.detach().double(), other.detach().double())
+            gap, budget = (a - b).abs(), atol + rtol * b.abs()
+            ratio = torch.where(gap == 0, 0.0, gap / budget).max().item() if a.numel() else 0.0
+            largest = gap.max().item() if a.numel() else 0.0
+        caller = sys._getframe(1)
+        calls.append([caller.f_code.co_filename, caller.f_lineno, ratio, largest, atol, rtol,
+                      bool(result)])
+        return result
+
+    watched.calls = calls
+    torch.allclose = watched
+
+
+_watch_allclose()
+del _watch_allclose
+"""
+WATCHED = """\
+import json as _json, torch as _torch
+print(_json.dumps([[get_ipython().compile.format_code_name(call[0]), *call[1:]]
+                   for call in _torch.allclose.calls]))
 """
 
 
@@ -56,10 +94,13 @@ class BlockSkipped(Exception):
 class PageRun:
     page: Page
     workdir: Path
+    configuration: str = "as-is"
     seconds: float = 0.0  # the whole notebook, kernel start included
     printed: dict[int, str] = field(default_factory=dict)  # block line -> what it printed
     failed_at: Block | None = None  # the first block that raised; later blocks did not run
     failure: str = ""
+    # block line -> its torch.allclose calls that came within MARGIN of their tolerance
+    thin_margins: dict[int, list[str]] = field(default_factory=dict)
 
     def check(self, block: Block) -> str:
         """What the block printed; raises BlockFailure or BlockSkipped."""
@@ -68,7 +109,7 @@ class PageRun:
         if block.syntax != "python":
             output = _run_shell(block, self.workdir)
         elif self.failed_at is block:
-            raise BlockFailure(self.failure)
+            raise BlockFailure(f"{self.failure}\n\nunder {describe(self.configuration)}")
         elif block.lineno not in self.printed:
             raise BlockSkipped(
                 f"{block.where}: not run, an earlier block of this page failed "
@@ -76,7 +117,13 @@ class PageRun:
             )
         else:
             output = self.printed[block.lineno]
-        check_output(block, output)
+        check_output(block, output, self.configuration)
+        if block.lineno in self.thin_margins:
+            raise BlockFailure(
+                "\n".join(self.thin_margins[block.lineno])
+                + f"\n\nunder {describe(self.configuration)}; a page's comparisons keep a "
+                f"{MARGIN}× margin on every CPU (docs/contributing.md, what a page may print)"
+            )
         return output
 
     @property
@@ -87,12 +134,13 @@ class PageRun:
         )
 
 
-def run_page(page: Page, workdir: Path | None = None) -> PageRun:
-    """Execute the page's notebook top to bottom, stopping at the first block that raises."""
+def run_page(page: Page, configuration: str = "as-is", workdir: Path | None = None) -> PageRun:
+    """Execute the page's notebook top to bottom under a numeric configuration
+    (tools/numerics.py), stopping at the first block that raises."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    run = PageRun(page, workdir or Path(tempfile.mkdtemp(prefix="tbt-page-")))
+    run = PageRun(page, workdir or Path(tempfile.mkdtemp(prefix="tbt-page-")), configuration)
     if not page.cells:
         return run
     notebook = to_notebook(page, None)  # links in the prose run nothing
@@ -103,7 +151,8 @@ def run_page(page: Page, workdir: Path | None = None) -> PageRun:
         resources={"metadata": {"path": str(run.workdir)}},
     )  # fmt: skip
     started = time.perf_counter()
-    with client.setup_kernel():
+    with client.setup_kernel(env=environment(configuration)):
+        _execute_hidden(client, notebook, WATCH)
         for index, cell in enumerate(notebook.cells):
             if cell.cell_type != "code":
                 continue
@@ -117,10 +166,46 @@ def run_page(page: Page, workdir: Path | None = None) -> PageRun:
             finally:
                 if block is not None:
                     run.printed[block.lineno] = _stdout(cell)
-    run.seconds = time.perf_counter() - started
+        run.seconds = time.perf_counter() - started
+        run.thin_margins = _thin_margins(
+            _execute_hidden(client, notebook, WATCHED), notebook, blocks
+        )
     if run.failed_at is not None:
         run.printed.pop(run.failed_at.lineno, None)
     return run
+
+
+def _execute_hidden(client, notebook, source: str) -> str:
+    """Run `source` in the page's kernel, outside the notebook; what it printed."""
+    cell = nbformat.v4.new_code_cell(source)
+    notebook.cells.append(cell)
+    try:
+        client.execute_cell(cell, len(notebook.cells) - 1, store_history=False)
+        return _stdout(cell)
+    except Exception:  # the kernel died: the page's failure says why
+        return ""
+    finally:
+        notebook.cells.pop()
+
+
+def _thin_margins(watched: str, notebook, blocks) -> dict[int, list[str]]:
+    """The torch.allclose calls that hold with less than MARGIN to spare: True within
+    1/MARGIN of the tolerance, or False by less than MARGIN times it; by block line."""
+    by_count = {c.get("execution_count"): blocks.get(id(c)) for c in notebook.cells}
+    thin: dict[int, list[str]] = {}
+    for code_name, lineno, ratio, largest, atol, rtol, result in json.loads(watched or "[]"):
+        block = by_count.get(int(code_name[1][3:-1])) if code_name else None
+        if block is None or (ratio * MARGIN <= 1 if result else ratio >= MARGIN):
+            continue
+        file, line = block.origins[lineno - 1] if 0 < lineno <= len(block.origins) else (
+            block.where, lineno)  # fmt: skip
+        how = (f"is True, with a difference at {ratio:.0%} of its tolerance" if result else
+               f"is False, by only {ratio:.1f}× its tolerance")  # fmt: skip
+        thin.setdefault(block.lineno, []).append(
+            f"{file}:{line}: torch.allclose {how}: less than a {MARGIN}× margin (largest "
+            f"difference {largest:.1e}, atol={atol:g}, rtol={rtol:g})"
+        )
+    return thin
 
 
 def _stdout(cell) -> str:
@@ -152,15 +237,8 @@ def _describe_failure(client, notebook, blocks, block, cell, exc) -> str:
 
 
 def _kernel_frames(client, notebook) -> list:
-    cell = nbformat.v4.new_code_cell(FRAMES)
-    notebook.cells.append(cell)
-    try:
-        client.execute_cell(cell, len(notebook.cells) - 1, store_history=False)
-        return json.loads(_stdout(cell))
-    except Exception:  # the kernel died: no frames to show, the exception still is
-        return []
-    finally:
-        notebook.cells.pop()
+    printed = _execute_hidden(client, notebook, FRAMES)
+    return json.loads(printed) if printed else []  # the kernel died: no frames to show
 
 
 def _mapped_frames(frames: list, by_count: dict) -> list[traceback.FrameSummary]:
@@ -189,7 +267,7 @@ def _run_shell(block: Block, workdir: Path) -> str:
     return result.stdout
 
 
-def check_output(block: Block, output: str) -> None:
+def check_output(block: Block, output: str, configuration: str = "as-is") -> None:
     expected = block.expected_output
     if expected is None:
         if output.strip():
@@ -201,15 +279,23 @@ def check_output(block: Block, output: str) -> None:
         return
     if normalise(output) == normalise(expected):
         return
+    shown, printed = normalise(expected).splitlines(), normalise(output).splitlines()
+    first = next(
+        (i for i, (a, b) in enumerate(zip(shown, printed, strict=False)) if a != b),
+        min(len(shown), len(printed)),
+    )
     diff = difflib.unified_diff(
-        normalise(expected).splitlines(),
-        normalise(output).splitlines(),
+        shown,
+        printed,
         fromfile=f"shown on the page ({display(block.page)}:{block.expected_lineno})",
         tofile=f"printed by the block ({block.where})",
         lineterm="",
     )
     raise BlockFailure(
-        f"{block.where}: the block's output differs from the expected output on the page\n"
+        f"{block.where}: under {describe(configuration)}, the block's output differs from "
+        f"the page's from its line {first + 1} on\n"
+        f"  shown:   {shown[first] if first < len(shown) else '(nothing)'}\n"
+        f"  printed: {printed[first] if first < len(printed) else '(nothing)'}\n\n"
         + "\n".join(diff)
     )
 

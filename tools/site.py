@@ -12,6 +12,8 @@
 - under each chapter's title: how long its code took in the last test run, and
   with which versions (measured, never typed), and links to the chapter as a
   notebook, to download or to open in Colab;
+- on the proof table's page: the table, from the last test run's measurements
+  (tools/proofs.py);
 - after the build: write those notebooks, generated from the pages.
 """
 
@@ -24,7 +26,7 @@ from latex2mathml.converter import convert
 
 from snippets import figures
 from snippets.hub import provision, use_offline_hub
-from tools import labs, live, notebooks, timings
+from tools import labs, live, notebooks, proofs, timings
 from tools.pages import DOCS, lab_notebook_path, notebook_path, pages, parse
 
 MATH = re.compile(
@@ -58,6 +60,8 @@ def is_lab(page) -> bool:
 
 def on_page_markdown(markdown, page, config, files):
     source = DOCS / page.file.src_uri
+    if proofs.MARKER in markdown:
+        return markdown.replace(proofs.MARKER, proofs.table())
     if source.suffix != ".md" or not notebooks.has_notebook(parse(source)):
         return markdown  # not a chapter
     to_root = "../" * page.url.count("/")

@@ -1,0 +1,77 @@
+"""The numeric configurations every page must print the same output under, and every proof
+must hold under: which matrix kernels MKL and ATen pick, and how many threads split each sum.
+
+Readers' CPUs (Intel with AVX-512, AMD with AVX2, Colab's Xeons) each pick other kernels,
+and float32 sums rounded in another order differ in their last digits. An output that holds
+under these three holds far beyond the machine that wrote it (docs/contributing.md, "What a
+page may print").
+
+    python -m tools.numerics compatible-1-thread pytest -m proof
+
+runs a command under one of them. The variables are read once, when torch loads: they
+belong to a fresh process, never to one that has imported torch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# A tolerance is at least this many times the largest difference measured under any of
+# the configurations; an inequality, this many times its tolerance.
+MARGIN = 10
+
+CONFIGURATIONS: dict[str, dict[str, str]] = {
+    "as-is": {},
+    "compatible-1-thread": {
+        "MKL_CBWR": "COMPATIBLE",
+        "ATEN_CPU_CAPABILITY": "default",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    },
+    "avx2-2-threads": {
+        "MKL_CBWR": "AVX2",
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "OMP_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "2",
+    },
+}
+
+
+def describe(name: str) -> str:
+    """A configuration as a contributor reproduces it: its name and its variables."""
+    variables = " ".join(f"{key}={value}" for key, value in CONFIGURATIONS[name].items())
+    return f"{name} ({variables or 'the machine as it is'})"
+
+
+def environment(name: str) -> dict[str, str]:
+    """This process's environment, under configuration `name`."""
+    return os.environ | CONFIGURATIONS[name]
+
+
+def current() -> str:
+    """The configuration this process runs under: the one whose variables are all set."""
+    for name, variables in CONFIGURATIONS.items():
+        if variables and all(os.environ.get(k) == v for k, v in variables.items()):
+            return name
+    return "as-is"
+
+
+def cpu_name() -> str:
+    """The CPU's model name, as /proc/cpuinfo gives it (the machine elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] not in CONFIGURATIONS:
+        sys.exit(f"usage: python -m tools.numerics {{{','.join(CONFIGURATIONS)}}} COMMAND...")
+    os.execvpe(sys.argv[2], sys.argv[2:], environment(sys.argv[1]))
