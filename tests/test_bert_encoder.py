@@ -30,7 +30,7 @@ def test_warning_version_5_removed_what_older_tutorials_call(minilm, tokenizer):
     assert not hasattr(transformers.pytorch_utils, "find_pruneable_heads_and_indices")
 
 
-def test_warning_hidden_states_i_is_the_output_of_layer_i_minus_1(minilm, tokenizer):
+def test_warning_hidden_states_i_is_the_output_of_layer_i_minus_1(prove, minilm, tokenizer):
     """docs/bert/encoder.md, warning "`hidden_states[i]` is the output of
     `model.encoder.layer[i - 1]`": hidden_states[0] is the embeddings; hidden_states[i] is
     the output of model.encoder.layer[i - 1], not of layer[i]."""
@@ -38,12 +38,26 @@ def test_warning_hidden_states_i_is_the_output_of_layer_i_minus_1(minilm, tokeni
     library = minilm(**batch, output_hidden_states=True)
     layers = minilm.encoder.layer
     assert len(library.hidden_states) == len(layers) + 1
-    assert torch.allclose(
-        library.hidden_states[0], minilm.embeddings(input_ids=batch["input_ids"]), atol=ATOL
+    prove(
+        "`hidden_states[0]` of `BertModel`",
+        "`BertEmbeddings`",
+        "one sentence, MiniLM",
+        library.hidden_states[0],
+        minilm.embeddings(input_ids=batch["input_ids"]),
+        ATOL,
     )
+    outputs = []
     for i in range(1, len(layers) + 1):
         output = layers[i - 1](library.hidden_states[i - 1])
-        assert torch.allclose(output, library.hidden_states[i], atol=ATOL)
+        outputs.append(output)
         if i < len(layers):
             assert not torch.allclose(output, library.hidden_states[i + 1], atol=1e-2)
+    prove(
+        "`model.encoder.layer[i - 1]` called alone on `hidden_states[i - 1]`",
+        "`hidden_states[i]` of `BertModel`",
+        "one sentence, MiniLM, i = 1 to 6",
+        torch.stack(outputs),
+        torch.stack(library.hidden_states[1:]),
+        ATOL,
+    )
     assert torch.equal(library.hidden_states[-1], library.last_hidden_state)

@@ -47,7 +47,7 @@ def test_an_untrained_head_predicts_nothing(tokenizer):
     assert len(answers) > 1  # the seed decides, not the text
 
 
-def test_warning_a_label_has_shape_b_not_b_1(tokenizer):
+def test_warning_a_label_has_shape_b_not_b_1(prove, tokenizer):
     """docs/bert/task-heads.md, warning "A label has shape `(B,)`, not `(B, 1)`":
     labels of shape (B,) and dtype long; (B, 1) makes CrossEntropyLoss raise a
     RuntimeError."""
@@ -56,14 +56,28 @@ def test_warning_a_label_has_shape_b_not_b_1(tokenizer):
     labels = torch.tensor([0, 1, 1, 0])
     result = model(**batch, labels=labels)
     assert labels.shape == (len(BATCH),) and labels.dtype == torch.long
-    assert torch.allclose(result.loss, torch.nn.functional.cross_entropy(result.logits, labels))
+    prove(
+        "loss by hand: cross-entropy of the logits, labels of shape (B,)",
+        "`BertForSequenceClassification` (its loss)",
+        "padded batch of 4, MiniLM, untrained head (seed 0)",
+        torch.nn.functional.cross_entropy(result.logits, labels),
+        result.loss,
+        1e-8,
+    )
     with pytest.raises(RuntimeError, match="1D target tensor expected"):
         torch.nn.CrossEntropyLoss()(result.logits, labels.unsqueeze(1))
     pooled = bh.forward(model.bert, batch["input_ids"], batch["attention_mask"]).pooler_output
-    assert torch.allclose(bh.linear(pooled, model.classifier), result.logits, atol=ATOL)
+    prove(
+        "classification head by hand on the pooler output",
+        "`BertForSequenceClassification`",
+        "padded batch of 4, MiniLM, untrained head (seed 0)",
+        bh.linear(pooled, model.classifier),
+        result.logits,
+        ATOL,
+    )
 
 
-def test_pretraining_heads_by_hand(minilm, tokenizer):
+def test_pretraining_heads_by_hand(prove, minilm, tokenizer):
     """docs/bert/task-heads.md, "The pretraining heads": the NSP head by hand, and the MLM
     head as docs/training/mlm-head.md writes it, on our forward pass, equal
     BertForPreTraining's at MiniLM's size, on a padded batch of sentence pairs."""
@@ -79,6 +93,21 @@ def test_pretraining_heads_by_hand(minilm, tokenizer):
     )
     scores = pretraining.mlm_head(model, ours.last_hidden_state)  # (B, T, V)
     real = batch["attention_mask"].bool()
-    assert torch.allclose(scores[real], library.prediction_logits[real], atol=ATOL)
+    inputs = "batch of 3 sentence pairs, MiniLM's encoder with random heads (seed 5)"
+    prove(
+        "MLM head by hand, on the forward pass by hand",
+        "`BertForPreTraining` (prediction logits)",
+        f"{inputs}, real tokens",
+        scores[real],
+        library.prediction_logits[real],
+        1e-4,  # float32, logits up to 6: ours and the library's each 7e-6 from float64
+    )
     next_sentence = bh.linear(ours.pooler_output, model.cls.seq_relationship)
-    assert torch.allclose(next_sentence, library.seq_relationship_logits, atol=ATOL)
+    prove(
+        "NSP head by hand, on the forward pass by hand",
+        "`BertForPreTraining` (next-sentence logits)",
+        inputs,
+        next_sentence,
+        library.seq_relationship_logits,
+        ATOL,
+    )

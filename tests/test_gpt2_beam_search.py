@@ -149,7 +149,7 @@ def test_generate_batch_equals_the_library_at_full_size(gpt2_124m):
 
 
 def test_warning_pad_on_the_left_and_count_positions_from_the_first_real_token(
-    gpt2_shakespeare, tokenizer
+    prove, gpt2_shakespeare, tokenizer
 ):
     short, long = "O, brave new world", "MIRANDA.\nO, wonder! How many goodly creatures"
     alone = gpt2_shakespeare(tokenizer(short, return_tensors="pt")["input_ids"]).logits[0, -1]
@@ -157,7 +157,14 @@ def test_warning_pad_on_the_left_and_count_positions_from_the_first_real_token(
     positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
     counted = gpt2_shakespeare(ids, attention_mask=mask, position_ids=positions).logits[0, -1]
     from_column = gpt2_shakespeare(ids, attention_mask=mask).logits[0, -1]
-    assert torch.allclose(counted, alone, atol=1e-4)
+    prove(
+        "GPT-2 on a left-padded batch, positions counted from the first real token",
+        "`GPT2LMHeadModel` on the prompt alone",
+        "batch of 2 prompts, book's GPT-2, the short prompt's last logits",
+        counted,
+        alone,
+        2e-4,  # float32 logits up to 14: measured 1.0e-5
+    )
     assert (from_column - alone).abs().max() > 0.5  # read as if it started later
     tokenizer.padding_side = "right"
     try:

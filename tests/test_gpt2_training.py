@@ -84,7 +84,7 @@ def test_the_held_out_play_is_never_trained_on(tiny_corpus):
     assert not any("PROSPERO" in text for text in real)  # The Tempest's duke is in no other play
 
 
-def test_muon_in_bfloat16_steps_each_conv1d_matrix_as_torch_muon_steps_its_transpose():
+def test_muon_in_bfloat16_steps_each_conv1d_matrix_as_torch_muon_steps_its_transpose(prove):
     """Conv1D stores (in, out); torch.optim.Muon reads (out, in). Iterating in bfloat16, as
     torch's does, the book's Muon moves each block matrix, over two steps (the momentum
     included), exactly as torch's moves its transpose. torch orthogonalises a matrix on its
@@ -108,6 +108,7 @@ def test_muon_in_bfloat16_steps_each_conv1d_matrix_as_torch_muon_steps_its_trans
     reference = torch.optim.Muon(
         [q for q, _ in theirs.values()], lr=settings.muon_lr, weight_decay=0.0
     )
+    stepped, references = [], []  # every matrix after each step
     for step in range(2):
         model.zero_grad()
         inputs = torch.randint(64, (2, 16), generator=torch.Generator().manual_seed(step))
@@ -117,9 +118,17 @@ def test_muon_in_bfloat16_steps_each_conv1d_matrix_as_torch_muon_steps_its_trans
         ours.step()
         reference.step()
         for p, (q, square) in theirs.items():
-            torch.testing.assert_close(
-                p.detach(), q.detach() if square else q.detach().T, rtol=0, atol=0
-            )
+            assert p.dtype == q.dtype
+            stepped.append(p.detach().flatten())
+            references.append((q.detach() if square else q.detach().T).flatten())
+    prove(
+        "Muon by hand, in bfloat16, on Conv1D's (in, out) matrices",
+        "`torch.optim.Muon` on their transposes",
+        "2 steps on random batches, GPT-2 of width 32 and 1 layer (random init)",
+        torch.cat(stepped),
+        torch.cat(references),
+        0,
+    )
     shapes = {tuple(p.shape) for p in theirs}
     assert shapes == {(32, 96), (32, 32), (32, 128), (128, 32)}  # c_attn, c_proj, c_fc, mlp.c_proj
 
@@ -147,7 +156,7 @@ def test_the_shipped_checkpoint_was_trained_by_this_script():
     assert metrics["seconds"] <= 60 * 60
 
 
-def test_labels_are_shifted_inside_the_model():
+def test_labels_are_shifted_inside_the_model(prove):
     """docs/gpt2/training.md, warning "Pass `labels=input_ids`: the model shifts them":
     passing labels=input_ids is right: the model predicts token t + 1 from tokens up to t."""
     model = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
@@ -157,6 +166,13 @@ def test_labels_are_shifted_inside_the_model():
     with torch.no_grad():
         logits = model(ids).logits  # (1, T, V)
         by_hand = torch.nn.functional.cross_entropy(logits[0, :-1], ids[0, 1:])
-        assert torch.allclose(model(ids, labels=ids).loss, by_hand, atol=1e-5)
+        prove(
+            "loss by hand: cross-entropy of each position's logits against the next token",
+            "`GPT2LMHeadModel` with `labels=input_ids`",
+            "one line of The Tempest, book's GPT-2",
+            by_hand,
+            model(ids, labels=ids).loss,
+            1e-5,
+        )
         shifted_twice = model(ids[:, :-1], labels=ids[:, 1:]).loss
     assert shifted_twice > by_hand + 1.0  # predicting two tokens ahead is much harder

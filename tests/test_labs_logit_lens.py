@@ -33,7 +33,7 @@ def lab():
     return LabRun(LAB)
 
 
-def test_each_row_of_the_lens_is_that_layers_stream_through_ln_f_and_the_head(lab):
+def test_each_row_of_the_lens_is_that_layers_stream_through_ln_f_and_the_head(prove, lab):
     model, logit_lens = lab.namespace["model"], lab.namespace["logit_lens"]
     input_ids = torch.randint(
         0, model.config.vocab_size, (1, 40), generator=torch.Generator().manual_seed(0)
@@ -54,8 +54,14 @@ def test_each_row_of_the_lens_is_that_layers_stream_through_ln_f_and_the_head(la
     lens, own_logits = logit_lens(input_ids)
     assert lens.shape == (model.config.n_layer + 1, 40, model.config.vocab_size)
     assert torch.allclose(own_logits, logits[0])
-    for row, want in enumerate(expected):
-        assert torch.allclose(lens[row], want[0], atol=1e-4), f"row {row}"
+    prove(
+        "the lab's logit lens, every row",
+        "each block's output, read by a forward hook, through `ln_f` and `lm_head`",
+        "random ids, 1×40, book's GPT-2, every layer",
+        lens,
+        torch.cat(expected),
+        1e-4,
+    )
 
 
 @pytest.mark.parametrize("prompt", corpus_prompts(RANDOM_PROMPTS))

@@ -15,42 +15,75 @@ from snippets.gpt2_by_hand import causal_attention, forward, gelu_tanh
 from snippets.hub import GPT2_SHAKESPEARE
 from tests.conftest import random_ids
 
-ATOL = 1e-4  # float32, logits of magnitude up to ~20
+ATOL = 1e-4  # float32, logits of magnitude up to ~3: GPT-2 124M with random weights
+# float32 logits up to ~20, through the shipped model's residual stream, which reaches 400
+# (float32 steps of 3e-5 there): measured 3.6e-5
+SHIPPED_ATOL = 5e-4
 
 
 @torch.no_grad()
 @pytest.mark.parametrize(("batch", "length"), [(1, 1), (3, 37), (2, 256)])
-def test_logits_equal_the_library_on_the_shipped_model(gpt2_shakespeare, batch, length):
+def test_logits_equal_the_library_on_the_shipped_model(prove, gpt2_shakespeare, batch, length):
     ids = random_ids(gpt2_shakespeare, batch, length, seed=length)
     logits, present = forward(gpt2_shakespeare, ids)
-    assert torch.allclose(logits, gpt2_shakespeare(ids).logits, atol=ATOL)
+    prove(
+        "GPT-2 forward pass by hand (logits)",
+        "`GPT2LMHeadModel`",
+        f"random ids, {batch}×{length}, book's GPT-2",
+        logits,
+        gpt2_shakespeare(ids).logits,
+        SHIPPED_ATOL,
+    )
     assert len(present) == gpt2_shakespeare.config.n_layer
     assert present[0][0].shape == (batch, 4, length, 64)
 
 
 @torch.no_grad()
-def test_logits_equal_the_library_at_the_124m_size(gpt2_124m):
+def test_logits_equal_the_library_at_the_124m_size(prove, gpt2_124m):
     assert sum(p.numel() for p in gpt2_124m.parameters()) == 124_439_808
     ids = random_ids(gpt2_124m, 2, 24, seed=1)
     logits, _ = forward(gpt2_124m, ids)
-    assert torch.allclose(logits, gpt2_124m(ids).logits, atol=ATOL)
+    prove(
+        "GPT-2 forward pass by hand (logits)",
+        "`GPT2LMHeadModel`",
+        "random ids, 2×24, GPT-2 124M (random init)",
+        logits,
+        gpt2_124m(ids).logits,
+        ATOL,
+    )
 
 
 @torch.no_grad()
 @pytest.mark.parametrize("keep", [1, 5])
-def test_logits_to_keep_equals_the_library_at_the_124m_size(gpt2_124m, keep):
+def test_logits_to_keep_equals_the_library_at_the_124m_size(prove, gpt2_124m, keep):
     ids = random_ids(gpt2_124m, 2, 24, seed=3)
     logits, present = forward(gpt2_124m, ids, logits_to_keep=keep)
     assert logits.shape == (2, keep, 50257)
-    assert torch.allclose(logits, gpt2_124m(ids, logits_to_keep=keep).logits, atol=ATOL)
+    kept = "the last position" if keep == 1 else f"the last {keep} positions"
+    inputs = f"random ids, 2×24, GPT-2 124M (random init), {kept}"
+    prove(
+        "GPT-2 forward pass by hand with `logits_to_keep` (logits)",
+        "`GPT2LMHeadModel` with `logits_to_keep`",
+        inputs,
+        logits,
+        gpt2_124m(ids, logits_to_keep=keep).logits,
+        ATOL,
+    )
     assert present[0][0].shape[2] == 24  # every position is still cached
     _, cache = forward(gpt2_124m, ids[:, :20])
     step, _ = forward(gpt2_124m, ids[:, 20:], cache, logits_to_keep=1)
-    assert torch.allclose(step, logits[:, -1:], atol=ATOL)
+    prove(
+        "GPT-2 by hand, 4 tokens on a cache of 20 (last logits)",
+        "GPT-2 by hand, one pass over the 24 tokens",
+        "random ids, 2×24, GPT-2 124M (random init)",
+        step,
+        logits[:, -1:],
+        ATOL,
+    )
 
 
 @torch.no_grad()
-def test_cached_steps_equal_the_full_pass_at_the_124m_size(gpt2_124m):
+def test_cached_steps_equal_the_full_pass_at_the_124m_size(prove, gpt2_124m):
     ids = random_ids(gpt2_124m, 1, 12, seed=2)
     full, _ = forward(gpt2_124m, ids)
     logits, cache = forward(gpt2_124m, ids[:, :5])
@@ -58,12 +91,19 @@ def test_cached_steps_equal_the_full_pass_at_the_124m_size(gpt2_124m):
     for t in range(5, 12):
         step, cache = forward(gpt2_124m, ids[:, t : t + 1], cache)
         rows.append(step)
-    assert torch.allclose(torch.cat(rows, dim=1), full, atol=ATOL)
+    prove(
+        "GPT-2 by hand with its KV cache, one token at a time (logits)",
+        "GPT-2 by hand, one pass over every token",
+        "random ids, 1×12, GPT-2 124M (random init), 5 tokens then 7 steps",
+        torch.cat(rows, dim=1),
+        full,
+        ATOL,
+    )
 
 
 @torch.no_grad()
 @pytest.mark.parametrize("chunk", [1, 3, 64])
-def test_cache_filled_in_chunks_gives_the_full_logits(gpt2_shakespeare, chunk):
+def test_cache_filled_in_chunks_gives_the_full_logits(prove, gpt2_shakespeare, chunk):
     # up to the last position the model has
     ids = random_ids(gpt2_shakespeare, 2, 256, seed=chunk)
     full, full_cache = forward(gpt2_shakespeare, ids)
@@ -71,20 +111,40 @@ def test_cache_filled_in_chunks_gives_the_full_logits(gpt2_shakespeare, chunk):
     for start in range(0, 256, chunk):
         step, cache = forward(gpt2_shakespeare, ids[:, start : start + chunk], cache)
         rows.append(step)
-    assert torch.allclose(torch.cat(rows, dim=1), full, atol=ATOL)
-    for (k, v), (full_k, full_v) in zip(cache, full_cache, strict=True):
-        # keys and values reach ~12, like the logits: float32 rounding differs by up to ~2e-5
-        assert torch.allclose(k, full_k, atol=ATOL) and torch.allclose(v, full_v, atol=ATOL)
+    inputs = f"random ids, 2×256, book's GPT-2, chunks of {chunk}"
+    prove(
+        "GPT-2 by hand with its KV cache, filled chunk by chunk (logits)",
+        "GPT-2 by hand, one pass over every token",
+        inputs,
+        torch.cat(rows, dim=1),
+        full,
+        SHIPPED_ATOL,
+    )
+    # keys and values reach ~18, like the logits: float32 rounding differs by up to ~2e-5
+    prove(
+        "GPT-2 by hand with its KV cache, filled chunk by chunk (keys and values)",
+        "GPT-2 by hand, one pass over every token",
+        f"{inputs}, every layer",
+        torch.stack([torch.stack(pair) for pair in cache]),
+        torch.stack([torch.stack(pair) for pair in full_cache]),
+        2e-4,  # measured 1.7e-5
+    )
 
 
 @torch.no_grad()
-def test_the_cache_equals_the_library_cache(gpt2_shakespeare):
+def test_the_cache_equals_the_library_cache(prove, gpt2_shakespeare):
     ids = random_ids(gpt2_shakespeare, 2, 20, seed=3)
     _, ours = forward(gpt2_shakespeare, ids)
     theirs = gpt2_shakespeare(ids, use_cache=True).past_key_values
-    for (keys, values), layer in zip(ours, theirs.layers, strict=True):
-        assert torch.allclose(keys, layer.keys, atol=1e-5)
-        assert torch.allclose(values, layer.values, atol=1e-5)
+    assert len(ours) == len(theirs.layers)
+    prove(
+        "KV cache by hand (keys and values)",
+        "`GPT2LMHeadModel`'s `past_key_values`",
+        "random ids, 2×20, book's GPT-2, every layer",
+        torch.stack([torch.stack([keys, values]) for keys, values in ours]),
+        torch.stack([torch.stack([layer.keys, layer.values]) for layer in theirs.layers]),
+        1e-4,  # float32, values up to 18: measured 9.8e-6
+    )
 
 
 @torch.no_grad()
@@ -99,7 +159,7 @@ def test_no_position_reads_the_future(gpt2_shakespeare):
 
 
 @torch.no_grad()
-def test_attention_weights_equal_eager_attentions(gpt2_shakespeare):
+def test_attention_weights_equal_eager_attentions(prove, gpt2_shakespeare):
     """The attention weights by hand equal eager attention's `output_attentions`; the default
     SDPA attention returns no probabilities (the warning "Attention probabilities need the
     eager attention implementation" of docs/bert/self-attention.md, true of GPT-2 too)."""
@@ -111,16 +171,38 @@ def test_attention_weights_equal_eager_attentions(gpt2_shakespeare):
     future = torch.ones(16, 16, dtype=torch.bool).triu(diagonal=1)
     additive = torch.zeros(16, 16).masked_fill(future, torch.finfo(normed.dtype).min)
     reference, weights = layer.attn(normed, attention_mask=additive[None, None])
-    assert torch.allclose(weights, outputs.attentions[2], atol=1e-6)
-    assert torch.allclose(causal_attention(layer.attn, normed)[0], reference, atol=1e-5)
+    inputs = "random ids, 2×16, book's GPT-2, block 2"
+    prove(
+        "`GPT2Attention` called alone with an additive causal mask (weights)",
+        "`GPT2LMHeadModel`'s `output_attentions`",
+        inputs,
+        weights,
+        outputs.attentions[2],
+        1e-6,
+    )
+    prove(
+        "causal self-attention by hand",
+        "`GPT2Attention`",
+        inputs,
+        causal_attention(layer.attn, normed)[0],
+        reference,
+        2e-4,  # float32, values up to 42: measured 1.3e-5 (under compatible-1-thread; 0 as-is)
+    )
     default = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
     assert default.config._attn_implementation == "sdpa"
     assert not default(ids, output_attentions=True).attentions
 
 
-def test_gelu_is_the_tanh_approximation():
+def test_gelu_is_the_tanh_approximation(prove):
     x = torch.linspace(-10, 10, 20001)
-    assert torch.allclose(gelu_tanh(x), F.gelu(x, approximate="tanh"), atol=1e-6)
+    prove(
+        "GELU by hand, tanh approximation",
+        '`F.gelu(x, approximate="tanh")`',
+        "20,001 points from -10 to 10",
+        gelu_tanh(x),
+        F.gelu(x, approximate="tanh"),
+        5e-6,  # float32, values up to 10: measured 2.4e-7
+    )
     assert not torch.allclose(gelu_tanh(x), F.gelu(x), atol=1e-4)
 
 

@@ -27,15 +27,25 @@ def library():
     return SentenceTransformer(MINILM.repo_id, device="cpu")
 
 
-def test_embed_equals_sentence_transformers_on_uneven_padded_batches(minilm, tokenizer, library):
+def test_embed_equals_sentence_transformers_on_uneven_padded_batches(
+    prove, minilm, tokenizer, library
+):
     theirs = library.encode(UNEVEN, convert_to_tensor=True)  # (N, C)
+    ours = []
     for batch_size in (1, 3, 32):
-        ours = se.embed(minilm, tokenizer, UNEVEN, batch_size=batch_size)
-        assert ours.shape == theirs.shape == (len(UNEVEN), 384)
-        assert torch.allclose(ours, theirs, atol=1e-5), batch_size
+        ours.append(se.embed(minilm, tokenizer, UNEVEN, batch_size=batch_size))
+        assert ours[-1].shape == theirs.shape == (len(UNEVEN), 384)
+    prove(
+        "sentence embeddings by hand",
+        "`SentenceTransformer.encode`",
+        "7 texts of uneven lengths, one past 256 tokens, in batches of 1, 3 and 32, MiniLM",
+        torch.stack(ours),
+        theirs.expand(3, -1, -1),
+        1e-5,
+    )
 
 
-def test_embed_cuts_at_the_configured_length(minilm, tokenizer, library):
+def test_embed_cuts_at_the_configured_length(prove, minilm, tokenizer, library):
     """The long text is cut at 256 tokens, as sentence_bert_config.json says and as
     sentence-transformers does: its embedding equals that of its first 254 word pieces."""
     assert library.max_seq_length == se.MAX_TOKENS
@@ -44,23 +54,43 @@ def test_embed_cuts_at_the_configured_length(minilm, tokenizer, library):
     cut = tokenizer.decode(kept)
     assert len(tokenizer(long)["input_ids"]) > se.MAX_TOKENS
     ours = se.embed(minilm, tokenizer, [long, cut])
-    assert torch.allclose(ours[0], ours[1], atol=1e-5)
+    prove(
+        "sentence embedding by hand of a text past 256 tokens",
+        "the same, of its first 254 word pieces",
+        "a text of 440 words, MiniLM",
+        ours[0],
+        ours[1],
+        1e-5,
+    )
 
 
-def test_rows_are_unit_vectors_and_do_not_depend_on_their_batch(minilm, tokenizer):
+def test_rows_are_unit_vectors_and_do_not_depend_on_their_batch(prove, minilm, tokenizer):
     together = se.embed(minilm, tokenizer, UNEVEN)
     assert torch.allclose(together.norm(dim=-1), torch.ones(len(UNEVEN)), atol=1e-6)
     alone = torch.cat([se.embed(minilm, tokenizer, [text]) for text in UNEVEN])
-    assert torch.allclose(together, alone, atol=1e-5)
+    prove(
+        "sentence embeddings by hand, in one padded batch",
+        "the same, each text alone",
+        "7 texts of uneven lengths, one past 256 tokens, MiniLM",
+        together,
+        alone,
+        1e-5,
+    )
 
 
-def test_mean_pool_leaves_out_padding():
+def test_mean_pool_leaves_out_padding(prove):
     torch.manual_seed(0)
     hidden = torch.randn(2, 4, 3)
     mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
     pooled = se.mean_pool(hidden, mask)
-    assert torch.allclose(pooled[0], hidden[0, :2].mean(dim=0))
-    assert torch.allclose(pooled[1], hidden[1].mean(dim=0))
+    prove(
+        "mean pooling by hand, padding masked out",
+        "`torch.mean` over the real tokens",
+        "random vectors, 2×4, one row half padding",
+        pooled,
+        torch.stack([hidden[0, :2].mean(dim=0), hidden[1].mean(dim=0)]),
+        1e-8,
+    )
 
 
 def test_search_and_ranks_agree_with_sorting():

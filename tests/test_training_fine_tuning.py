@@ -58,7 +58,7 @@ def test_the_bag_of_words_baseline_fits_a_separable_set():
     assert torch.equal(layer(features).argmax(dim=-1), labels)
 
 
-def test_warning_a_label_of_shape_1_1_fails(tokenizer):
+def test_warning_a_label_of_shape_1_1_fails(prove, tokenizer):
     """docs/training/fine-tuning.md, warning "A label of shape `(1, 1)` fails": a (1, 1)
     label makes cross-entropy raise; (B,) long labels are right."""
     model = classifier().eval()
@@ -69,7 +69,14 @@ def test_warning_a_label_of_shape_1_1_fails(tokenizer):
         F.cross_entropy(logits, torch.tensor([1]).unsqueeze(0))
     good = torch.tensor([1])
     assert good.shape == (1,) and good.dtype == torch.long
-    assert torch.allclose(model(**inputs, labels=good).loss, F.cross_entropy(logits, good))
+    prove(
+        "loss by hand: cross-entropy of the logits, a label of shape (1,)",
+        "`BertForSequenceClassification` (its loss)",
+        "one review, MiniLM, untrained head (seed 0)",
+        F.cross_entropy(logits, good),
+        model(**inputs, labels=good).loss,
+        1e-8,
+    )
 
 
 def test_warning_from_transformers_import_adamw_no_longer_exists():
@@ -108,17 +115,31 @@ def test_a_few_fine_tuning_steps_reduce_the_loss_on_a_seeded_batch(reviews, toke
     assert all(b < a for a, b in itertools.pairwise(losses))
 
 
-def test_sentence_features_are_each_texts_own_whatever_its_batch(reviews, tokenizer):
+def test_sentence_features_are_each_texts_own_whatever_its_batch(prove, reviews, tokenizer):
     """Sorting by length and padding change nothing: each row is its text's vectors alone."""
     encoder = classifier().bert
     texts = [reviews[0][i] for i in (5, 900, 17, 4000, 2)]  # uneven lengths, unsorted
     pooled, means = fine_tuning.sentence_features(encoder, tokenizer, texts, batch_size=3)
     assert pooled.shape == means.shape == (5, 384)
     assert torch.allclose(means.norm(dim=-1), torch.ones(5), atol=1e-6)
-    for i, text in enumerate(texts):
-        alone_pooled, alone_mean = fine_tuning.sentence_features(encoder, tokenizer, [text])
-        assert torch.allclose(pooled[i], alone_pooled[0], atol=1e-5)
-        assert torch.allclose(means[i], alone_mean[0], atol=1e-5)
+    alone = [fine_tuning.sentence_features(encoder, tokenizer, [text]) for text in texts]
+    inputs = "5 reviews of uneven lengths, sorted and padded in batches of 3, MiniLM"
+    prove(
+        "sentence features by hand, sorted and padded (pooler output)",
+        "the same, each text alone",
+        inputs,
+        pooled,
+        torch.cat([alone_pooled for alone_pooled, _ in alone]),
+        1e-5,
+    )
+    prove(
+        "sentence features by hand, sorted and padded (mean of the token vectors)",
+        "the same, each text alone",
+        inputs,
+        means,
+        torch.cat([alone_mean for _, alone_mean in alone]),
+        1e-5,
+    )
 
 
 def test_frozen_minilms_sentence_embedding_beats_its_pooler_on_another_split(reviews, tokenizer):

@@ -18,7 +18,7 @@ def paper_formula(pos, column, d_model):
 
 
 @pytest.mark.parametrize(("seq_len", "d_model"), [(1, 2), (64, 512), (2048, 64)])
-def test_warning_the_exponent_is_2i_over_d_model(seq_len, d_model):
+def test_warning_the_exponent_is_2i_over_d_model(prove, seq_len, d_model):
     """docs/transformer/embeddings.md, warning "The exponent is \\(2i/d_{model}\\), where
     \\(2i\\) is the even column, not \\(2 \\cdot 2i\\)": the encoding is the paper's formula,
     and the doubled exponent is not."""
@@ -27,7 +27,14 @@ def test_warning_the_exponent_is_2i_over_d_model(seq_len, d_model):
     expected = torch.tensor(
         [[paper_formula(p, c, d_model) for c in range(d_model)] for p in range(seq_len)]
     )
-    assert torch.allclose(pe, expected, atol=1e-6, rtol=0)  # float64 angles: even at pos 2047
+    prove(
+        "sinusoidal positional encoding by hand",
+        "the paper's formula, computed in float64",
+        f"{seq_len} position{'s' * (seq_len > 1)}, d_model = {d_model}",
+        pe,
+        expected,
+        1e-6,  # float64 angles: even at pos 2047
+    )
     doubled = torch.tensor(
         [[math.sin(p / 10000 ** (2 * c / d_model)) for c in range(0, d_model, 2)] for p in range(2)]
     )

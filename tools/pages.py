@@ -40,6 +40,9 @@ PYTHONISH = re.compile(r"^\s*\{?\s*\.?(py|python|python3|pycon|ipython|ipython3)
 RUNNABLE = {"python", "sh", "bash"}
 BOOK_PACKAGES = {"snippets", "tools"}  # this repository's own: not on the package index
 MAX_CODE_LINE = 100  # as ruff's line length for the book's code: wider lines scroll sideways
+# a float32 rounding difference's digits in an output, such as 8.58e-06 or 2.3e-05: they
+# change from one CPU to the next (a bound such as "below 1e-05" has no such digits)
+ROUNDING_DIGITS = re.compile(r"\b\d\.\d+e-0?[5-9]\b", re.I)
 
 
 @dataclass
@@ -209,9 +212,22 @@ def parse(path: Path) -> Page:
                       fence.expected_output, fence.expected_lineno)  # fmt: skip
         if fence.syntax == "python":
             page.problems.extend(_book_imports(block))
+            page.problems.extend(_rounding_digits(block))
         block.skip_reason = _skip_reason(fence.marks, where, page.problems)
         page.blocks.append(block)
     return page
+
+
+def _rounding_digits(block: Block) -> list[str]:
+    lines = (block.expected_output or "").splitlines()
+    return [
+        f"{display(block.page)}:{block.expected_lineno + 2 + i}: the output prints a rounding "
+        f"difference's digits ({match.group()}), which change from one CPU to the next. Print "
+        'a bound against the tolerance instead, e.g. f"largest difference below {atol:.0e}: '
+        '{bool(difference < atol)}" (docs/contributing.md, what a page may print)'
+        for i, line in enumerate(lines)
+        if (match := ROUNDING_DIGITS.search(line))
+    ]
 
 
 def _chaining_problems(fence: Fence, first_python: bool, where: str) -> list[str]:
