@@ -110,8 +110,11 @@ def pytest_sessionstart(session):
     # machine is; the runs under the other configurations (make test-proofs) add to it
     config = session.config
     whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
-    if whole_suite and not config.getoption("page") and current() == "as-is" and not (
-        config.getoption("reader") or hasattr(config, "workerinput")
+    if (
+        whole_suite
+        and not config.getoption("page")
+        and current() == "as-is"
+        and not (config.getoption("reader") or hasattr(config, "workerinput"))
     ):
         proofs.clear()
 
