@@ -437,7 +437,8 @@ def new_tab(browser, server, **options):
     each response (`transferred`). Close it with `page.context.close()`."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
     page = context.new_page()
-    page.set_default_timeout(10_000)
+    # 30 s, not 10: the tests run two processes at once, and a page waits for the cores
+    page.set_default_timeout(30_000)
     page.problems = []
     page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))
     page.on("pageerror", lambda error: page.problems.append(f"script error: {error}"))

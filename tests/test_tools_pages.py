@@ -121,7 +121,8 @@ def test_an_output_that_differs_from_the_page_is_shown_as_a_diff(tmp_path):
     with pytest.raises(BlockFailure) as failure:
         run_all(page)
     message = str(failure.value)
-    assert "chapter.md:1: the block's output differs" in message
+    assert "chapter.md:1: under as-is (the machine as it is), the block's output differs" in message
+    assert "from its line 1 on\n  shown:   41\n  printed: 42" in message
     assert "-41" in message and "+42" in message and "chapter.md:5" in message
 
 
