@@ -322,7 +322,7 @@ def set_up_cell(notebook) -> str:
     return code[0].source
 
 
-def tested_pins(set_up: str) -> list[str]:
+def pins_of(set_up: str) -> list[str]:
     """The pins a notebook's set-up cell installs where they are missing: its `tested`."""
     assignment = next(node for node in ast.parse(set_up).body if isinstance(node, ast.Assign)
                       and ast.unparse(node.targets[0]) == "tested")  # fmt: skip
@@ -331,7 +331,8 @@ def tested_pins(set_up: str) -> list[str]:
 
 def pip_sources() -> list[str]:
     """uv's options for the package sources pip is configured with (find-links and extra
-    indexes: where this machine's pip finds torch's CPU build), which uv does not read."""
+    indexes: where this machine's pip finds torch's CPU build), which uv does not read;
+    like pip, uv then takes the best match from any of them."""
     listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], env=os.environ,
                             capture_output=True, text=True, check=False).stdout  # fmt: skip
     options = []
@@ -346,7 +347,8 @@ def pip_sources() -> list[str]:
                 options += ["--find-links", local]
             elif option == "extra-index-url":
                 options += ["--extra-index-url", source]
-    return options
+    unique = list(dict.fromkeys(zip(options[::2], options[1::2], strict=True)))
+    return ["--index-strategy", "unsafe-best-match", *(part for pair in unique for part in pair)]
 
 
 def fresh_environment(folder: Path, pins: list[str]) -> Path:
@@ -427,7 +429,7 @@ def notebook_runs(built_site, tmp_path_factory):
     root = tmp_path_factory.mktemp("notebooks")
     environments = {}
     for number, (set_up, names) in enumerate(groups.items()):
-        pins = tested_pins(set_up) if "tested = " in set_up else []
+        pins = pins_of(set_up) if "tested = " in set_up else []
         environment = fresh_environment(root / f"environment-{number}", pins)
         environments |= dict.fromkeys(names, environment)
 
