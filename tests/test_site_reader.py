@@ -268,14 +268,15 @@ def _loads_from_the_hub(call: ast.Call) -> bool:
     return bool(call.args) and all(isinstance(a, ast.Constant) for a in arguments)
 
 
-def test_what_the_chapters_load_loads_with_no_hf_variable(built_site, tmp_path):
-    """A reader's Python has no HF_HUB_OFFLINE: each load the chapters type reads the cache
-    the set-up filled, from an empty folder, after huggingface_hub's retries."""
-    loads = hub_loads(built_site)
-    assert len(loads) >= 5, f"only {len(loads)} Hub loads found in the chapters"
+@pytest.fixture(scope="session", autouse=True)
+def loads_with_no_hf_variable(built_site, tmp_path_factory):
+    """Each Hub load of the chapters, in its own fresh interpreter with no HF_* variable,
+    started with the session: they spend minutes asleep in huggingface_hub's retries,
+    while the notebooks run. call -> the load's stderr if it failed, else None."""
+    root = tmp_path_factory.mktemp("loads")
 
     def load(number: int, script: str) -> str | None:
-        work = tmp_path / f"load-{number}"
+        work = root / f"load-{number}"
         work.mkdir()
         result = subprocess.run(
             [sys.executable, "-c", script], cwd=work, env=reader_environment(),
@@ -283,12 +284,10 @@ def test_what_the_chapters_load_loads_with_no_hf_variable(built_site, tmp_path):
         )  # fmt: skip
         return None if result.returncode == 0 else result.stderr[-3000:]
 
-    with ThreadPoolExecutor(LOADS_AT_ONCE) as pool:
-        runs = {
-            call: pool.submit(load, n, script) for n, (call, script) in enumerate(loads.items())
-        }
-        problems = [f"{call} raised:\n{run.result()}" for call, run in runs.items() if run.result()]
-    assert not problems, "\n\n".join(problems)
+    pool = ThreadPoolExecutor(LOADS_AT_ONCE)
+    loads = hub_loads(built_site)
+    yield {call: pool.submit(load, n, script) for n, (call, script) in enumerate(loads.items())}
+    pool.shutdown(cancel_futures=True)
 
 
 # ---------------------------------------------------------------- sequence
@@ -466,4 +465,13 @@ def test_the_notebooks_have_a_set_up_cell_and_link_the_published_site(built_site
 )
 def test_a_downloaded_notebook_runs_in_a_fresh_environment(notebook_runs, name, configuration):
     problems = notebook_runs[name, configuration]
+    assert not problems, "\n\n".join(problems)
+
+
+def test_what_the_chapters_load_loads_with_no_hf_variable(loads_with_no_hf_variable):
+    """A reader's Python has no HF_HUB_OFFLINE: each load the chapters type reads the cache
+    the set-up filled, from an empty folder, after huggingface_hub's retries."""
+    runs = loads_with_no_hf_variable
+    assert len(runs) >= 5, f"only {len(runs)} Hub loads found in the chapters"
+    problems = [f"{call} raised:\n{run.result()}" for call, run in runs.items() if run.result()]
     assert not problems, "\n\n".join(problems)
