@@ -31,7 +31,7 @@ test-reader: setup
 	$(BIN)/pytest tests/test_site_reader.py --reader --numprocesses 0
 
 # the parity tests again under those two configurations: the proof table (docs/proofs.md)
-# gives the largest difference over all three; CI runs it after `make test`
+# gives the largest difference over all three (CI leaves it out, for time)
 test-proofs: setup
 	$(BIN)/python -m tools.numerics compatible-1-thread $(BIN)/pytest -m proof
 	$(BIN)/python -m tools.numerics avx2-2-threads $(BIN)/pytest -m proof

@@ -223,8 +223,8 @@ def _rounding_digits(block: Block) -> list[str]:
     return [
         f"{display(block.page)}:{block.expected_lineno + 2 + i}: the output prints a rounding "
         f"difference's digits ({match.group()}), which change from one CPU to the next. Print "
-        'a bound against the tolerance instead, e.g. f"largest difference below {atol:.0e}: '
-        '{bool(difference < atol)}" (docs/contributing.md, what a page may print)'
+        'a bound against the tolerance instead, e.g. print("largest difference below 1e-4:", '
+        "torch.allclose(a, b, rtol=0, atol=1e-4)) (docs/contributing.md, what a page may print)"
         for i, line in enumerate(lines)
         if (match := ROUNDING_DIGITS.search(line))
     ]
