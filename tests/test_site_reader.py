@@ -406,9 +406,9 @@ def run_notebook(name: str, path: Path, environment: Path, work: Path, configura
     finally:  # a kernel manager handed to nbclient is the caller's to shut down
         if manager.has_kernel:
             manager.shutdown_kernel(now=True)
-    chapter = name.startswith("notebooks/")
-    blocks = parse(DOCS / Path(name).relative_to("notebooks").with_suffix(".md")).cells if (
-        chapter) else []  # fmt: skip
+    blocks = []  # a lab's cells are no page's blocks; a chapter's are its page's
+    if name.startswith("notebooks/"):
+        blocks = parse(DOCS / Path(name).relative_to("notebooks").with_suffix(".md")).cells
     problems = []
     for number, (cell, expected) in enumerate(zip(code_cells(notebook), shown, strict=True)):
         if number and normalise(printed(cell)) != normalise(expected):
