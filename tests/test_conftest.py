@@ -1,7 +1,11 @@
 """The test set-up (tests/conftest.py): it runs offline, where no host but this machine can be
-reached; and `--page` runs a page with the tests that check it."""
+reached; `--page` runs a page with the tests that check it; a page's blocks share a worker."""
 
+import re
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from pytest_socket import SocketConnectBlockedError
@@ -36,3 +40,31 @@ def test_one_page_runs_with_its_own_tests_its_aspects_and_its_snippets():
         "test_snippets_bert_by_hand.py",
     } <= tests_of(DOCS / "live" / "attention.md")
     assert "test_live_attention_tokenizer.py" not in tests_of(DOCS / "live" / "generation.md")
+
+
+GROUPED = """
+import pytest
+
+@pytest.mark.parametrize("line", [pytest.param(n, id=f"docs/part/page.md:{n}[as-is]",
+                                               marks=pytest.mark.xdist_group(GROUP))
+                                  for n in range(8)])
+def test_block(line):
+    pass
+"""
+
+
+def test_a_pages_blocks_run_in_one_worker(tmp_path):
+    """tests/test_docs.py runs a page once per worker that gets one of its blocks: its
+    group must hold them in one. pytest-xdist's loadgroup has failed silently twice: with
+    pytest 9.2 (pytest-xdist#1386), and with a group name holding "]"."""
+    from tests.test_docs import block_group
+
+    group = block_group(Path("docs/part/page.md"), "as-is")
+    (tmp_path / "test_grouped.py").write_text(GROUPED.replace("GROUP", repr(group)))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
+         "-p", "no:cacheprovider", "test_grouped.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    workers = set(re.findall(r"\[(gw\d+)\].* PASSED", result.stdout))
+    assert result.returncode == 0 and len(workers) == 1, result.stdout[-2000:]

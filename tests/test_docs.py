@@ -10,6 +10,7 @@ which the site prints under its title.
 """
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +29,7 @@ def pytest_generate_tests(metafunc):
         # worker, after one run of the page
         blocks = [
             pytest.param(page, block, configuration, id=f"{block.where}[{configuration}]",
-                         marks=pytest.mark.xdist_group(f"{display(page.path)}[{configuration}]"))
+                         marks=pytest.mark.xdist_group(block_group(page.path, configuration)))
             for configuration in selected_configurations(metafunc.config)
             for page in chosen
             for block in page.blocks
@@ -36,6 +37,12 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize(("page", "block", "configuration"), blocks)
     elif "page" in metafunc.fixturenames:
         metafunc.parametrize("page", chosen, ids=[display(page.path) for page in chosen])
+
+
+def block_group(page: Path, configuration: str) -> str:
+    """The pytest-xdist group of a page's blocks under a configuration. No "]" in it: the
+    scheduler reads a group after a nodeid's last "@" only when no "]" follows it."""
+    return f"{display(page)} {configuration}"
 
 
 @pytest.fixture(scope="module", autouse=True)
