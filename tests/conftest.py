@@ -124,6 +124,7 @@ def pytest_sessionstart(session):
         proofs.clear()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
 def pytest_collection_modifyitems(config, items):
     """Groups for pytest-xdist (`--dist loadgroup`): a page's blocks under one configuration
     have theirs (tests/test_docs.py); the tests that need the built site share one, so it

@@ -1,6 +1,7 @@
 """The test set-up (tests/conftest.py): it runs offline, where no host but this machine can be
 reached; `--page` runs a page with the tests that check it; a page's blocks share a worker."""
 
+import os
 import re
 import socket
 import subprocess
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from pytest_socket import SocketConnectBlockedError
+
+from snippets.book import REPO_ROOT
 
 
 @pytest.mark.filterwarnings("ignore:A test tried to use socket")
@@ -50,21 +53,33 @@ import pytest
                                   for n in range(8)])
 def test_block(line):
     pass
+
+@pytest.mark.parametrize("n", range(8))
+def test_other(n):
+    pass
 """
 
 
-def test_a_pages_blocks_run_in_one_worker(tmp_path):
-    """tests/test_docs.py runs a page once per worker that gets one of its blocks: its
-    group must hold them in one. pytest-xdist's loadgroup has failed silently twice: with
-    pytest 9.2 (pytest-xdist#1386), and with a group name holding "]"."""
+def test_a_pages_blocks_run_in_one_worker_and_a_files_tests_in_one(tmp_path):
+    """tests/test_docs.py runs a page once per worker that gets one of its blocks, and a
+    file's module fixtures load once per worker: each group must stay in one worker.
+    pytest-xdist's loadgroup has failed silently three times here: with pytest 9.2
+    (pytest-xdist#1386), with a group name holding "]", and with groups added after
+    pytest-xdist had read them."""
     from tests.test_docs import block_group
 
     group = block_group(Path("docs/part/page.md"), "as-is")
     (tmp_path / "test_grouped.py").write_text(GROUPED.replace("GROUP", repr(group)))
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_collection_modifyitems"
+    )
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
          "-p", "no:cacheprovider", "test_grouped.py"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        env=os.environ | {"PYTHONPATH": str(REPO_ROOT)},
     )  # fmt: skip
-    workers = set(re.findall(r"\[(gw\d+)\].* PASSED", result.stdout))
-    assert result.returncode == 0 and len(workers) == 1, result.stdout[-2000:]
+    assert result.returncode == 0, result.stdout[-2000:]
+    for test in ("test_block", "test_other"):
+        workers = set(re.findall(rf"\[(gw\d+)\].* PASSED .*::{test}\[", result.stdout))
+        assert len(workers) == 1, result.stdout[-2000:]
