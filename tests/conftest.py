@@ -6,6 +6,7 @@ import functools
 import gzip
 import http.server
 import io
+import math
 import os
 import random
 import shutil
@@ -30,7 +31,7 @@ os.environ["MPLBACKEND"] = "Agg"
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from snippets.book import REPO_ROOT  # noqa: E402
-from tools import proofs  # noqa: E402
+from tools import proofs, timings  # noqa: E402
 from tools.numerics import CONFIGURATIONS, MARGIN, current  # noqa: E402
 from tools.pages import DOCS, display, included_modules  # noqa: E402
 from tools.scaffold import page_test_file  # noqa: E402
@@ -128,7 +129,11 @@ def pytest_sessionstart(session):
 def pytest_collection_modifyitems(config, items):
     """Groups for pytest-xdist (`--dist loadgroup`): a page's blocks under one configuration
     have theirs (tests/test_docs.py); the tests that need the built site share one, so it
-    is built once; any other test goes with its file, so its module fixtures load once."""
+    is built once; any other test goes with its file, so its module fixtures load once.
+
+    The longest groups go first, so that no worker is left running one alone at the end:
+    the built site's (the build, the browser, the live pages' models), then the pages
+    longest in the last run that timed them (tools/timings.py); the rest as collected."""
     for item in items:
         if "prove" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.proof)
@@ -136,6 +141,15 @@ def pytest_collection_modifyitems(config, items):
             continue
         name = "built-site" if "built_site" in item.fixturenames else item.path.name
         item.add_marker(pytest.mark.xdist_group(name))
+    page_seconds = timings.seconds_by_page()
+
+    def longest_first(item) -> float:
+        if item.get_closest_marker("xdist_group").args[0] == "built-site":
+            return -math.inf
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        return -page_seconds.get(params["page"].path, 0.0) if "block" in params else 0.0
+
+    items.sort(key=longest_first)
 
 
 def pytest_runtest_logreport(report):

@@ -1,4 +1,5 @@
-"""tools/timings.py: the line under a chapter's title says only what was measured."""
+"""tools/timings.py: the line under a chapter's title says only what was measured; the
+tests start the pages that took longest first."""
 
 import torch
 import transformers
@@ -28,3 +29,11 @@ def test_a_time_measured_with_other_versions_is_not_shown(tmp_path):
     data = measured.read_text().replace(transformers.__version__, "0.0.1")
     measured.write_text(data)
     assert timings.provenance(PAGE, measured) == f"Tested with {VERSIONS}"
+
+
+def test_the_tests_read_back_each_pages_time_to_start_the_longest_first(tmp_path):
+    measured = tmp_path / "timings.json"
+    assert timings.seconds_by_page(measured) == {}
+    timings.record(PAGE, 3.14159, measured)
+    timings.record(DOCS / "bert" / "model.md", 20.0, measured)
+    assert timings.seconds_by_page(measured) == {PAGE: 3.1, DOCS / "bert" / "model.md": 20.0}

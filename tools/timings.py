@@ -39,6 +39,11 @@ def record(page: Path, seconds: float, timings: Path = TIMINGS) -> None:
         write_json(timings, measured)
 
 
+def seconds_by_page(timings: Path = TIMINGS) -> dict[Path, float]:
+    """Each timed page's run time in the last test run that timed it."""
+    return {DOCS / name: measured["seconds"] for name, measured in read_json(timings).items()}
+
+
 def provenance(page: Path, timings: Path = TIMINGS) -> str:
     """The line under a chapter's title: the versions it is tested with and, when the test
     run that preceded this build timed it, how long it ran and on how many cores."""
