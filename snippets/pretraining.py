@@ -182,8 +182,8 @@ def shakespeare_config(tokenizer, settings):
         num_attention_heads=settings.num_heads,  # H
         intermediate_size=settings.intermediate_size,
         hidden_act="gelu",  # BERT's exact (erf) GELU
-        hidden_dropout_prob=0.0,  # no dropout: a few passes over the text are
-        attention_probs_dropout_prob=0.0,  # too few to overfit, and dropout slows learning
+        hidden_dropout_prob=0.0,  # no dropout, a choice for a short run: whether
+        attention_probs_dropout_prob=0.0,  # its twelve passes overfit is not measured
         max_position_embeddings=settings.max_length,  # learned positions: T at most this
         type_vocab_size=2,  # segment A and segment B
         initializer_range=0.02,  # BERT's weight init: normal, std 0.02
