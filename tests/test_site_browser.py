@@ -44,10 +44,12 @@ def test_page_works_in_a_browser(tab, server, built_site, source):
     )
     assert unrendered == 0, f"{where}: {unrendered} formulas are not rendered as MathML"
 
+    # the element that scrolls: in Material, the `code` inside a `pre` (overflow: auto);
+    # in a lab, mkdocs-jupyter's `pre` itself
     scrolling = tab.evaluate(
-        """() => [...document.querySelectorAll('article pre')]
-            .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
-            .map(pre => pre.innerText.split('\\n')
+        """() => [...document.querySelectorAll('article pre, article pre > code')]
+            .filter(box => box.scrollWidth > box.clientWidth + 1)
+            .map(box => box.innerText.split('\\n')
                 .reduce((a, b) => (b.length > a.length ? b : a)))"""
     )
     assert not scrolling, (
