@@ -230,11 +230,13 @@ def word_tokens(tokenizer):
 def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, seed=0,
                       source=None):  # fmt: skip
     """MLM top-1 and top-5 accuracy over the chosen tokens (and top-1 over the word tokens
-    among them), and NSP accuracy over the pairs, on `pairs` examples drawn (seeded) from
-    `documents`, each segment A from document number `source` if it is given."""
+    among them), and NSP accuracy over the pairs, over all and for each class, on `pairs`
+    examples drawn (seeded) from `documents`, each segment A from document number `source`
+    if it is given."""
     generator = torch.Generator().manual_seed(seed)
     is_word = word_tokens(tokenizer)  # (V,)
-    counts = dict.fromkeys(["mlm_top1", "mlm_top5", "masked", "word_top1", "words", "nsp"], 0)
+    counts = dict.fromkeys(["mlm_top1", "mlm_top5", "masked", "word_top1", "words", "nsp",
+                            "nsp_next", "next"], 0)  # fmt: skip
     for start in range(0, pairs, batch_size):
         size = min(batch_size, pairs - start)
         batch = pretraining_batch(documents, tokenizer, size, model.config.max_position_embeddings,
@@ -252,7 +254,11 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         counts["masked"] += len(targets)
         counts["word_top1"] += right[words].sum().item()
         counts["words"] += words.sum().item()
-        counts["nsp"] += (nsp_logits.argmax(-1) == batch["next_sentence_label"]).sum().item()
+        nsp_right = nsp_logits.argmax(-1) == batch["next_sentence_label"]  # (B,)
+        is_next = batch["next_sentence_label"] == 0  # (B,): label 0, B follows A
+        counts["nsp"] += nsp_right.sum().item()
+        counts["nsp_next"] += nsp_right[is_next].sum().item()
+        counts["next"] += is_next.sum().item()
     return {
         "mlm_top1": counts["mlm_top1"] / counts["masked"],
         "mlm_top5": counts["mlm_top5"] / counts["masked"],
@@ -260,6 +266,8 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         "mlm_top1_other": (counts["mlm_top1"] - counts["word_top1"])
         / (counts["masked"] - counts["words"]),
         "nsp_accuracy": counts["nsp"] / pairs,
+        "nsp_is_next": counts["nsp_next"] / counts["next"],  # on the pairs where B follows A
+        "nsp_random": (counts["nsp"] - counts["nsp_next"]) / (pairs - counts["next"]),
         "masked_tokens": counts["masked"],
         "masked_words": counts["words"],
         "pairs": pairs,
@@ -357,8 +365,9 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
         A from the held-out play and every random B from another work."""
         within = held_out_accuracy(model, tokenizer, held_out_documents, settings.eval_pairs)
         nsp = held_out_accuracy(model, tokenizer, as_trained, settings.eval_pairs, source=0)
-        return within | {"nsp_accuracy": nsp["nsp_accuracy"],
-                         "nsp_within_play": within["nsp_accuracy"]}  # fmt: skip
+        as_trained_keys = ("nsp_accuracy", "nsp_is_next", "nsp_random")
+        return within | {key: nsp[key] for key in as_trained_keys} | {
+            "nsp_within_play": within["nsp_accuracy"]}  # fmt: skip
 
     for step in run.steps(evaluate):
         for group in optimizer.param_groups:

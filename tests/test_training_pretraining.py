@@ -127,3 +127,22 @@ def test_held_out_accuracy_splits_into_words_and_the_rest(bert_shakespeare):
     assert 0 < words < scores["masked_tokens"]
     weighed = (scores["mlm_top1_words"] * words + scores["mlm_top1_other"] * rest) / (words + rest)
     assert abs(weighed - scores["mlm_top1"]) < 1e-9
+
+
+def test_held_out_nsp_accuracy_is_counted_on_each_class(bert_shakespeare):
+    """Each class's NSP accuracy is the share of its own pairs (label 0: B follows A; 1: B
+    is random) that BertForPreTraining's head gets right, on the same seeded draw."""
+    model, tokenizer = bert_shakespeare
+    _, held_out = training_runs.read_corpus(pretraining.Settings())
+    documents = [pretraining.sentences_of(act, tokenizer) for act in pretraining.acts_of(held_out)]
+    scores = pretraining.held_out_accuracy(model, tokenizer, documents[1:3], pairs=64, seed=3)
+    batch = pretraining.pretraining_batch(documents[1:3], tokenizer, 64, 128,
+                                          torch.Generator().manual_seed(3))  # fmt: skip
+    inputs = {key: batch[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
+    with torch.no_grad():
+        predicted = model(**inputs).seq_relationship_logits.argmax(dim=-1)  # (B,)
+    labels = batch["next_sentence_label"]  # (B,)
+    for key, label in [("nsp_is_next", 0), ("nsp_random", 1)]:
+        mine = labels == label
+        assert 0 < mine.sum() < 64
+        assert scores[key] == (predicted[mine] == label).sum().item() / mine.sum().item(), key
