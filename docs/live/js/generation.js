@@ -58,8 +58,11 @@ function show(milliseconds) {
     "<th>with the settings</th></tr>" + top.map((id) => `<tr><td><code>${
       escape(JSON.stringify(tokenizer.decode([id])))}</code></td><td>${id}</td>${
       cell(before[id])}${cell(after[id])}</tr>`).join("");
+  // a token left by the settings can have a probability of 1e-200: it is counted apart
   const kept = after.filter((p) => p > 0).length;
-  $("[data-live-kept]").textContent = `${kept} of ${after.length} tokens can be drawn.`;
+  const likely = after.filter((p) => p >= 1e-3).length;
+  $("[data-live-kept]").textContent = `The settings leave ${kept} of ${after.length} tokens; ` +
+    `${likely} of them have a probability of 0.001 or more.`;
   const { n_layer: L, n_embd: D } = model.config, { length } = state.cache;
   $("[data-live-cache]").textContent = `KV cache: ${L} blocks × (keys, values) × ${length} ` +
     `tokens × ${D} features, ${(state.cache.bytes() / 1024).toFixed(0)} KiB of float32.`;
