@@ -183,7 +183,7 @@ def shakespeare_config(tokenizer, settings):
         intermediate_size=settings.intermediate_size,
         hidden_act="gelu",  # BERT's exact (erf) GELU
         hidden_dropout_prob=0.0,  # no dropout, a choice for a short run: whether
-        attention_probs_dropout_prob=0.0,  # its twelve passes overfit is not measured
+        attention_probs_dropout_prob=0.0,  # its dozen passes overfit is not measured
         max_position_embeddings=settings.max_length,  # learned positions: T at most this
         type_vocab_size=2,  # segment A and segment B
         initializer_range=0.02,  # BERT's weight init: normal, std 0.02
@@ -236,7 +236,8 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
     generator = torch.Generator().manual_seed(seed)
     is_word = word_tokens(tokenizer)  # (V,)
     counts = dict.fromkeys(["mlm_top1", "mlm_top5", "masked", "word_top1", "words", "nsp",
-                            "nsp_next", "next"], 0)  # fmt: skip
+                            "nsp_next", "next", "hidden_top1", "hidden", "hidden_word_top1",
+                            "hidden_words"], 0)  # fmt: skip
     for start in range(0, pairs, batch_size):
         size = min(batch_size, pairs - start)
         batch = pretraining_batch(documents, tokenizer, size, model.config.max_position_embeddings,
@@ -254,6 +255,13 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         counts["masked"] += len(targets)
         counts["word_top1"] += right[words].sum().item()
         counts["words"] += words.sum().item()
+        # the chosen tokens the input shows as [MASK]: the others are a random token or the
+        # answer itself, left in place
+        hidden = batch["input_ids"][chosen] == tokenizer.mask_token_id  # (M,)
+        counts["hidden_top1"] += right[hidden].sum().item()
+        counts["hidden"] += hidden.sum().item()
+        counts["hidden_word_top1"] += right[hidden & words].sum().item()
+        counts["hidden_words"] += (hidden & words).sum().item()
         nsp_right = nsp_logits.argmax(-1) == batch["next_sentence_label"]  # (B,)
         is_next = batch["next_sentence_label"] == 0  # (B,): label 0, B follows A
         counts["nsp"] += nsp_right.sum().item()
@@ -265,7 +273,10 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         "mlm_top1_words": counts["word_top1"] / counts["words"],
         "mlm_top1_other": (counts["mlm_top1"] - counts["word_top1"])
         / (counts["masked"] - counts["words"]),
+        "mlm_top1_at_mask": counts["hidden_top1"] / counts["hidden"],
+        "mlm_top1_words_at_mask": counts["hidden_word_top1"] / counts["hidden_words"],
         "nsp_accuracy": counts["nsp"] / pairs,
+        "next_pairs": counts["next"],
         "nsp_is_next": counts["nsp_next"] / counts["next"],  # on the pairs where B follows A
         "nsp_random": (counts["nsp"] - counts["nsp_next"]) / (pairs - counts["next"]),
         "masked_tokens": counts["masked"],

@@ -129,9 +129,10 @@ def test_held_out_accuracy_splits_into_words_and_the_rest(bert_shakespeare):
     assert abs(weighed - scores["mlm_top1"]) < 1e-9
 
 
-def test_held_out_nsp_accuracy_is_counted_on_each_class(bert_shakespeare):
+def test_held_out_accuracy_is_counted_on_each_nsp_class_and_at_mask(bert_shakespeare):
     """Each class's NSP accuracy is the share of its own pairs (label 0: B follows A; 1: B
-    is random) that BertForPreTraining's head gets right, on the same seeded draw."""
+    is random) that BertForPreTraining's head gets right, on the same seeded draw; MLM
+    top-1 at [MASK] counts only the chosen tokens the input hides."""
     model, tokenizer = bert_shakespeare
     _, held_out = training_runs.read_corpus(pretraining.Settings())
     documents = [pretraining.sentences_of(act, tokenizer) for act in pretraining.acts_of(held_out)]
@@ -140,9 +141,15 @@ def test_held_out_nsp_accuracy_is_counted_on_each_class(bert_shakespeare):
                                           torch.Generator().manual_seed(3))  # fmt: skip
     inputs = {key: batch[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
     with torch.no_grad():
-        predicted = model(**inputs).seq_relationship_logits.argmax(dim=-1)  # (B,)
+        outputs = model(**inputs)
+    predicted = outputs.seq_relationship_logits.argmax(dim=-1)  # (B,)
     labels = batch["next_sentence_label"]  # (B,)
     for key, label in [("nsp_is_next", 0), ("nsp_random", 1)]:
         mine = labels == label
         assert 0 < mine.sum() < 64
         assert scores[key] == (predicted[mine] == label).sum().item() / mine.sum().item(), key
+    assert scores["next_pairs"] == (labels == 0).sum().item()
+    # MLM top-1 where the input shows [MASK], not where the answer was left in place
+    hidden = (batch["labels"] != -100) & (batch["input_ids"] == tokenizer.mask_token_id)
+    right = outputs.prediction_logits.argmax(dim=-1)[hidden] == batch["labels"][hidden]
+    assert scores["mlm_top1_at_mask"] == right.sum().item() / hidden.sum().item()
