@@ -116,28 +116,34 @@ def test_pairs_from_one_source_take_their_random_half_from_the_others(shakespear
             assert 1 not in home(second) and home(second)
 
 
-def test_held_out_accuracy_splits_into_words_and_the_rest(bert_shakespeare):
-    """The word and non-word top-1 accuracies weigh back into the overall one, on pairs
-    from two acts of the held-out play."""
+@pytest.fixture(scope="module")
+def two_acts(bert_shakespeare):
+    """Two acts of the held-out play as documents, and held_out_accuracy on 64 pairs of them
+    (seed 3)."""
     model, tokenizer = bert_shakespeare
     _, held_out = training_runs.read_corpus(pretraining.Settings())
-    documents = [pretraining.sentences_of(act, tokenizer) for act in pretraining.acts_of(held_out)]
-    scores = pretraining.held_out_accuracy(model, tokenizer, documents[1:3], pairs=64, seed=3)
+    acts = [pretraining.sentences_of(act, tokenizer) for act in pretraining.acts_of(held_out)]
+    documents = acts[1:3]
+    return documents, pretraining.held_out_accuracy(model, tokenizer, documents, pairs=64, seed=3)
+
+
+def test_held_out_accuracy_splits_into_words_and_the_rest(two_acts):
+    """The word and non-word top-1 accuracies weigh back into the overall one, on pairs
+    from two acts of the held-out play."""
+    _, scores = two_acts
     words, rest = scores["masked_words"], scores["masked_tokens"] - scores["masked_words"]
     assert 0 < words < scores["masked_tokens"]
     weighed = (scores["mlm_top1_words"] * words + scores["mlm_top1_other"] * rest) / (words + rest)
     assert abs(weighed - scores["mlm_top1"]) < 1e-9
 
 
-def test_held_out_accuracy_is_counted_on_each_nsp_class_and_at_mask(bert_shakespeare):
+def test_held_out_accuracy_is_counted_on_each_nsp_class_and_at_mask(bert_shakespeare, two_acts):
     """Each class's NSP accuracy is the share of its own pairs (label 0: B follows A; 1: B
     is random) that BertForPreTraining's head gets right, on the same seeded draw; MLM
     top-1 at [MASK] counts only the chosen tokens the input hides."""
     model, tokenizer = bert_shakespeare
-    _, held_out = training_runs.read_corpus(pretraining.Settings())
-    documents = [pretraining.sentences_of(act, tokenizer) for act in pretraining.acts_of(held_out)]
-    scores = pretraining.held_out_accuracy(model, tokenizer, documents[1:3], pairs=64, seed=3)
-    batch = pretraining.pretraining_batch(documents[1:3], tokenizer, 64, 128,
+    documents, scores = two_acts
+    batch = pretraining.pretraining_batch(documents, tokenizer, 64, 128,
                                           torch.Generator().manual_seed(3))  # fmt: skip
     inputs = {key: batch[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
     with torch.no_grad():
