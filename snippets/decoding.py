@@ -41,13 +41,15 @@ def keep_top_k(scores, k):
 def keep_top_p(scores, p):
     """Nucleus: keep the most likely tokens until their probabilities add up to p.
 
-    The token whose probability crosses p is kept: a token is removed only when the
-    tokens ranked above it already hold p or more.
+    As transformers does it: sort from the least likely up, and remove each token that,
+    with every token below it, holds 1 - p or less. The token that crosses p stays, and
+    tied tokens are ranked in the order torch.sort gives them.
     """
-    probs, order = scores.softmax(dim=-1).sort(dim=-1, descending=True)  # (1, V) each
-    mass_above = probs.cumsum(dim=-1) - probs  # (1, V): the mass of the tokens ranked higher
-    remove = (mass_above >= p).scatter(-1, order, mass_above >= p)  # back to vocabulary order
-    return scores.masked_fill(remove, float("-inf"))
+    ordered, order = scores.sort(dim=-1)  # (1, V) each, the least likely first
+    mass_up_to = ordered.softmax(dim=-1).cumsum(dim=-1)  # (1, V): each token and all below
+    remove = mass_up_to <= 1 - p
+    remove[..., -1] = False  # the most likely token always stays
+    return scores.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
 
 
 # --8<-- [end:top_p]

@@ -87,6 +87,21 @@ def test_top_p_removes_a_token_once_the_tokens_above_it_hold_exactly_p():
     assert int(keep_top_p(scores, 0.5000001).isfinite().sum()) == 3
 
 
+@pytest.mark.parametrize(
+    "scores",
+    [
+        torch.tensor([[0.458, 0.229, 0.229, 0.084]]).log(),  # the page's tie: token 2 stays
+        torch.zeros(1, 1000),  # a block of ties longer than any small-sort path
+        torch.randn(1, 4096, generator=torch.Generator().manual_seed(0)).round(decimals=1),
+    ],
+    ids=["two tied", "a thousand tied", "rounded scores, many ties"],
+)
+def test_top_p_keeps_the_same_tied_tokens_as_the_library(scores):
+    for p in (0.1, 0.5, 0.6, 0.9):
+        theirs = TopPLogitsWarper(top_p=p)(None, scores.clone())
+        assert torch.equal(keep_top_p(scores, p), theirs), f"p = {p}"
+
+
 @pytest.mark.parametrize("k", [1, 5, 50, 499, 500])
 def test_top_k_equals_the_library(k):
     scores = random_scores(k)

@@ -212,3 +212,22 @@ def test_a_browser_that_cannot_run_the_code_is_told_why(browser, server):
     tab.goto(server + PAGE, wait_until="networkidle")
     assert "could not run" in tab.locator("#live-generation [data-live-status]").inner_text()
     tab.context.close()
+
+
+@pytest.mark.parametrize(
+    "probabilities",
+    [[0.458, 0.229, 0.229, 0.084], [0.3, 0.2, 0.2, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]],
+    ids=["two tied", "three tied", "all tied"],
+)
+def test_top_p_keeps_the_tied_tokens_the_library_keeps(page, probabilities):
+    scores = torch.tensor([probabilities]).log()  # (1, V)
+    for p in (0.3, 0.5, 0.6, 0.7, 0.9):
+        kept = page.evaluate(
+            """async ([scores, p]) => {
+                const { keepTopP } = await import('../js/gpt2.js');
+                return Array.from(keepTopP(Float32Array.from(scores), p), Number.isFinite);
+            }""",
+            [scores[0].tolist(), p],
+        )
+        theirs = TopPLogitsWarper(top_p=p)(None, scores.clone())[0].isfinite().tolist()
+        assert kept == theirs, f"{probabilities}, p = {p}: the page keeps {kept}, not {theirs}"

@@ -219,6 +219,15 @@ def test_a_code_line_too_wide_for_the_page_is_reported(tmp_path):
     assert "ruff format" in problem
 
 
+def test_an_output_line_too_wide_for_the_page_is_reported(tmp_path):
+    marker = "<!--pytest-codeblocks:expected-output-->"
+    page = page_from(
+        tmp_path, f"# T\n\n```python\nprint('x' * 101)\n```\n\n{marker}\n```text\n{'x' * 101}\n```\n"
+    )
+    [problem] = page.problems
+    assert "chapter.md:9:" in problem and "an output line of 101 characters" in problem
+
+
 def test_three_blank_lines_in_a_code_block_are_reported(tmp_path):
     page = page_from(tmp_path, "# T\n\n```python\nx = 1\n\n\n\ny = 2\n\n\nz = 3\n```\n")
     [problem] = page.problems

@@ -101,15 +101,17 @@ export function keepTopK(scores, k) {
   return scores.map((s) => (s < kthBest ? -Infinity : s));
 }
 
-// Nucleus: a token is removed when the tokens ranked above it already hold p or more.
+// Nucleus, as transformers does it: sorted from the least likely up, a token is removed
+// when it and every token below it hold 1 - p or less; the most likely token stays.
+// The sort is stable, as torch.sort is on a few tied tokens: the later of two ranks higher.
 export function keepTopP(scores, p) {
   const probabilities = softmax(Float64Array.from(scores));
-  const order = Array.from(scores.keys()).sort((a, b) => probabilities[b] - probabilities[a]);
+  const order = Array.from(scores.keys()).sort((a, b) => scores[a] - scores[b]);
   const out = Float32Array.from(scores);
-  let massAbove = 0;
-  for (const token of order) {
-    if (massAbove >= p) out[token] = -Infinity;
-    massAbove += probabilities[token];
+  let massUpTo = 0;
+  for (const token of order.slice(0, -1)) {
+    massUpTo += probabilities[token];
+    if (massUpTo <= 1 - p) out[token] = -Infinity;
   }
   return out;
 }
