@@ -221,8 +221,9 @@ def test_a_code_line_too_wide_for_the_page_is_reported(tmp_path):
 
 def test_an_output_line_too_wide_for_the_page_is_reported(tmp_path):
     marker = "<!--pytest-codeblocks:expected-output-->"
+    output = "x" * 101
     page = page_from(
-        tmp_path, f"# T\n\n```python\nprint('x' * 101)\n```\n\n{marker}\n```text\n{'x' * 101}\n```\n"
+        tmp_path, f"# T\n\n```python\nprint('x' * 101)\n```\n\n{marker}\n```text\n{output}\n```\n"
     )
     [problem] = page.problems
     assert "chapter.md:9:" in problem and "an output line of 101 characters" in problem
