@@ -5,6 +5,7 @@ costs more than the sum of silencing each alone. The logit lens and the ablation
 are checked against the library in tests/test_snippets_looking_inside.py."""
 
 import math
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -52,15 +53,19 @@ def costs(gpt2_shakespeare, windows):
 
 def test_layer_0_head_1_costs_most_beyond_the_noise(costs):
     single, _ = costs
-    mean, error = single.mean(-1), single.std(-1) / math.sqrt(N)
+    mean = single.mean(-1)
     ranked = [divmod(i, 4) for i in mean.flatten().argsort(descending=True).tolist()]
-    assert ranked[:3] == [(0, 1), (0, 2), (1, 2)]
-    first, second = ranked[0], ranked[1]
-    assert mean[first] - mean[second] > 1.8 * max(error[first], error[second])  # "about twice"
-    # the next three are within about one standard error of each other: not settled
-    middle = [mean[h].item() for h in ranked[1:4]]
-    assert max(middle) - min(middle) < 1.5 * max(error[h].item() for h in ranked[1:4])
-    assert ranked[3] == (1, 0)
+    assert ranked[:4] == [(0, 1), (0, 2), (1, 2), (1, 0)]
+    # each of the first four against the next, paired on the same windows
+    differences = [single[a] - single[b] for a, b in pairwise(ranked[:4])]  # (N,) each
+    ratios = [(d.mean() / (d.std() / math.sqrt(N))).item() for d in differences]
+    assert ratios[0] > 5, "the first is more than five paired errors ahead of the second"
+    assert all(abs(r) < 1 for r in ratios[1:]), "the next three are within one paired error"
+
+
+def test_layer_0_head_0_is_within_noise_of_nothing(costs):
+    single, _ = costs
+    assert single[0, 0].mean().abs() < 2 * single[0, 0].std() / math.sqrt(N)
 
 
 def test_three_heads_of_layer_3_are_within_noise_of_nothing(costs):

@@ -220,8 +220,10 @@ def test_a_browser_that_cannot_run_the_code_is_told_why(browser, server):
     ids=["two tied", "three tied", "all tied"],
 )
 def test_top_p_keeps_the_tied_tokens_the_library_keeps(page, probabilities):
+    """No p here falls where the tokens up to one hold exactly 1 - p: there, the kept set
+    turns on rounding (torch sums in float32, the page in float64), not on the order."""
     scores = torch.tensor([probabilities]).log()  # (1, V)
-    for p in (0.3, 0.5, 0.6, 0.7, 0.9):
+    for p in (0.35, 0.6, 0.8, 0.95):
         kept = page.evaluate(
             """async ([scores, p]) => {
                 const { keepTopP } = await import('../js/gpt2.js');
