@@ -39,6 +39,7 @@ import nbformat
 import pytest
 
 from snippets.book import nav
+from tools import timings
 from tools.numerics import CONFIGURATIONS, describe
 from tools.pages import (
     DOCS,
@@ -311,9 +312,11 @@ def test_chapters_pasted_one_after_another_into_one_session(built_site, tmp_path
 
 
 def downloaded_notebooks(site: Path) -> dict[str, Path]:
-    """Every notebook the built site offers for download: name -> file."""
+    """Every notebook the built site offers for download, the slowest page's first (by its
+    time in the last `make test`, tools/timings.py): name -> file."""
+    seconds = timings.seconds_by_page()
     found = {}
-    for page in site_pages():
+    for page in sorted(site_pages(), key=lambda page: -seconds.get(page, 0)):
         relative = lab_notebook_path(page.stem) if page.suffix == ".py" else notebook_path(page)
         found[relative] = site / relative
     return found
@@ -441,7 +444,8 @@ def notebook_runs(built_site, tmp_path_factory):
         work.mkdir()
         return run_notebook(name, notebooks[name], environments[name], work, configuration)
 
-    # two at a time, on two cores: one configuration runs one thread, the other two
+    # two at a time, on two cores: one configuration runs one thread, the other two. The
+    # slowest notebooks start first, so that none starts last while the other slot sits idle
     with ThreadPoolExecutor(2) as pool:
         runs = {
             (name, configuration): pool.submit(run, name, configuration)
