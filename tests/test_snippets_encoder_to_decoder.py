@@ -67,24 +67,34 @@ def stacked_logits(model, ids):
     return ln_f(x) @ model.lm_head.weight.T  # (B, T, V)
 
 
+def copied_blocks_and_the_librarys(model, ids):
+    """Each block copied into Part II's modules (with as many parameters) and run on the
+    library block's input: the outputs and the library's, stacked, (L, B, T, C) each."""
+    outputs, references = [], []
+    for block, x, reference in block_outputs(model, ids):
+        layer = copy_gpt2_block(block).eval()
+        count = sum(p.numel() for p in layer.parameters())
+        assert count == sum(p.numel() for p in block.parameters())
+        ours = layer(x)
+        assert same(ours, reference)
+        outputs.append(ours)
+        references.append(reference)
+    return torch.stack(outputs), torch.stack(references)
+
+
 @pytest.mark.parametrize(("batch", "length"), [(1, 1), (3, 37), (2, 256)])
 def test_each_layer_equals_the_gpt2_block_of_the_shipped_model(
     prove, gpt2_shakespeare, batch, length
 ):
     ids = random_ids(gpt2_shakespeare, batch, length, seed=length)
-    outputs, references = [], []
-    for block, x, reference in block_outputs(gpt2_shakespeare, ids):
-        ours = copy_gpt2_block(block).eval()(x)
-        assert ours.shape == (batch, length, gpt2_shakespeare.config.n_embd)
-        assert same(ours, reference)
-        outputs.append(ours)
-        references.append(reference)
+    outputs, references = copied_blocks_and_the_librarys(gpt2_shakespeare, ids)
+    assert outputs.shape == (4, batch, length, gpt2_shakespeare.config.n_embd)
     prove(
         "GPT-2 block from Part II's modules",
         "`GPT2Block`",
         f"random ids, {batch}×{length}, book's GPT-2, each of its 4 blocks",
-        torch.stack(outputs),
-        torch.stack(references),
+        outputs,
+        references,
         BLOCK_ATOL,
     )
 
@@ -108,22 +118,14 @@ def test_each_layer_equals_the_gpt2_block_at_the_124m_size(prove, gpt2_124m):
     config = gpt2_124m.config
     assert (config.n_layer, config.n_head, config.n_embd) == (12, 12, 768)
     ids = random_ids(gpt2_124m, 2, 512, seed=1)
-    outputs, references = [], []
-    for block, x, reference in block_outputs(gpt2_124m, ids):
-        layer = copy_gpt2_block(block).eval()
-        assert sum(p.numel() for p in layer.parameters()) == sum(
-            p.numel() for p in block.parameters()
-        )
-        ours = layer(x)
-        assert same(ours, reference)
-        outputs.append(ours)
-        references.append(reference)
+    outputs, references = copied_blocks_and_the_librarys(gpt2_124m, ids)
+    assert outputs.shape == (12, 2, 512, 768)
     prove(
         "GPT-2 block from Part II's modules",
         "`GPT2Block`",
         "random ids, 2×512, GPT-2 124M (random init), each of its 12 blocks",
-        torch.stack(outputs),
-        torch.stack(references),
+        outputs,
+        references,
         ATOL,
     )
 
