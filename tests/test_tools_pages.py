@@ -229,6 +229,13 @@ def test_an_output_line_too_wide_for_the_page_is_reported(tmp_path):
     assert "chapter.md:9:" in problem and "an output line of 101 characters" in problem
 
 
+def test_a_blank_line_in_an_indented_output_is_reported():
+    text = '!!! note "N"\n    ```python\n    print("a\\n\\nb")\n    ```\n\n'
+    text += "    <!--pytest-codeblocks:expected-output-->\n    ```text\n    a\n\n    b\n    ```\n"
+    with pytest.raises(ValueError, match="line 7: an expected output indented under a box"):
+        read_fences(text)
+
+
 def test_three_blank_lines_in_a_code_block_are_reported(tmp_path):
     page = page_from(tmp_path, "# T\n\n```python\nx = 1\n\n\n\ny = 2\n\n\nz = 3\n```\n")
     [problem] = page.problems

@@ -155,8 +155,14 @@ def read_fences(text: str) -> list[Fence]:
             continue
         ticks = len(stripped) - len(stripped.lstrip("`"))
         indent = len(lines[i - 1]) - len(lines[i - 1].lstrip())
+        start = i
         body, i = _fence_body(lines, i, ticks, indent, lineno)
         if awaiting_output is not None:
+            if indent and any(not line.strip() for line in lines[start : i - 1]):
+                raise ValueError(
+                    f"line {lineno}: an expected output indented under a box holds a blank "
+                    "line, which pytest-codeblocks drops. Print something on that line."
+                )
             awaiting_output[0].expected_output = body
             awaiting_output[0].expected_lineno = awaiting_output[1]
             awaiting_output = None
