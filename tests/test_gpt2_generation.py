@@ -87,6 +87,12 @@ def test_top_p_removes_a_token_once_the_tokens_above_it_hold_exactly_p():
     assert int(keep_top_p(scores, 0.5000001).isfinite().sum()) == 3
 
 
+def test_torch_sort_keeps_ties_in_order_on_a_short_row_and_not_on_a_vocabulary():
+    """What generation.md's note on ties says of torch.sort."""
+    assert torch.equal(torch.zeros(1, 4).sort().indices, torch.arange(4)[None])
+    assert not torch.equal(torch.zeros(1, 4096).sort().indices, torch.arange(4096)[None])
+
+
 @pytest.mark.parametrize(
     "scores",
     [

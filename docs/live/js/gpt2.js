@@ -103,7 +103,9 @@ export function keepTopK(scores, k) {
 
 // Nucleus, as transformers does it: sorted from the least likely up, a token is removed
 // when it and every token below it hold 1 - p or less; the most likely token stays.
-// The sort is stable, as torch.sort is on a few tied tokens: the later of two ranks higher.
+// Two differences remain. This sort is stable (the later of two tied tokens ranks higher),
+// while torch.sort keeps that order only on short rows. And the sums here are float64,
+// torch's float32, so a token whose mass lands exactly on 1 - p can go either way.
 export function keepTopP(scores, p) {
   const probabilities = softmax(Float64Array.from(scores));
   const order = Array.from(scores.keys()).sort((a, b) => scores[a] - scores[b]);
