@@ -115,12 +115,16 @@ def computed(tab, first, second=""):
         }"""
     )
     assert result.pop("float32"), "the page's tensors are no longer Float32Arrays"
-    tensor = lambda text: torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.float32)  # noqa: E731
-    result["hidden"] = [tensor(h) for h in result["hidden"]]
-    result["pooled"] = tensor(result["pooled"])
-    result["attentions"] = [torch.cat([tensor(a) for a in heads]) for heads in result["attentions"]]
-    result["embeddings"] = [tensor(e) for e in result["embeddings"]]
+    result["hidden"] = [float32(h) for h in result["hidden"]]
+    result["pooled"] = float32(result["pooled"])
+    result["attentions"] = [torch.cat([float32(a) for a in h]) for h in result["attentions"]]
+    result["embeddings"] = [float32(e) for e in result["embeddings"]]
     return result
+
+
+def float32(text):
+    """A Float32Array's bytes, as base64, back as a flat float32 tensor."""
+    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.float32)
 
 
 def check_against_torch(result, first, second, tokenizer, minilm):

@@ -287,21 +287,25 @@ def _blank_runs(code: str, page: Path, first_line: int) -> list[str]:
 
 
 def _long_lines(code: str, page: Path, first_line: int) -> list[str]:
-    return [
-        f"{display(page)}:{first_line + offset}: a code line of {len(line)} characters: the "
-        f"page shows about {MAX_CODE_LINE} before the reader must scroll sideways. Wrap it "
-        "as `ruff format` would."
-        for offset, line in enumerate(code.splitlines())
-        if len(line) > MAX_CODE_LINE and not INCLUDE.match(line)
-    ]
+    numbered = [(n, line) for n, line in enumerate(code.splitlines()) if not INCLUDE.match(line)]
+    return _wide_lines(numbered, page, first_line, "a code line", "Wrap it as `ruff format` would.")
 
 
 def _wide_output(block: Block) -> list[str]:
+    if block.expected_output is None:
+        return []
+    return _wide_lines(
+        enumerate(block.expected_output.splitlines()), block.page, block.expected_lineno + 2,
+        "an output line", "Print it in shorter lines (pprint(..., compact=True) wraps a list).",
+    )  # fmt: skip
+
+
+def _wide_lines(numbered, page: Path, first_line: int, what: str, fix: str) -> list[str]:
+    """The (offset, line) pairs wider than the page shows, each named by file and line."""
     return [
-        f"{display(block.page)}:{block.expected_lineno + 2 + offset}: an output line of "
-        f"{len(line)} characters: the page shows about {MAX_CODE_LINE} before the reader must "
-        "scroll sideways. Print it in shorter lines (pprint(..., compact=True) wraps a list)."
-        for offset, line in enumerate((block.expected_output or "").splitlines())
+        f"{display(page)}:{first_line + offset}: {what} of {len(line)} characters: the page "
+        f"shows about {MAX_CODE_LINE} before the reader must scroll sideways. {fix}"
+        for offset, line in numbered
         if len(line) > MAX_CODE_LINE
     ]
 
