@@ -17,6 +17,9 @@ import pytest
 from tests.conftest import selected_configurations, selected_pages
 from tools import checks, timings
 from tools.execute import BlockFailure, BlockSkipped, run_page
+from tools.exercises import exercises
+from tools.exercises import problems as exercise_problems
+from tools.numerics import describe
 from tools.pages import FIGURES, display, pages, parse
 
 RUNS = {}  # (page path, configuration) -> its PageRun, made by its first block tested
@@ -35,6 +38,14 @@ def pytest_generate_tests(metafunc):
             for block in page.blocks
         ]  # fmt: skip
         metafunc.parametrize(("page", "block", "configuration"), blocks)
+    elif "exercise" in metafunc.fixturenames:
+        metafunc.parametrize(("page", "exercise", "configuration"), [
+            pytest.param(page, exercise, configuration, id=f"{exercise.where}[{configuration}]",
+                         marks=pytest.mark.xdist_group(block_group(page.path, configuration)))
+            for configuration in selected_configurations(metafunc.config)
+            for page in chosen
+            for exercise in exercises(page)
+        ])  # fmt: skip
     elif "page" in metafunc.fixturenames:
         metafunc.parametrize("page", chosen, ids=[display(page.path) for page in chosen])
 
@@ -52,20 +63,26 @@ def _remove_scratch_folders():
         shutil.rmtree(run.workdir, ignore_errors=True)
 
 
+def page_run(page, configuration):
+    """The page's one run under a configuration, shared by its blocks and exercises."""
+    if (page.path, configuration) not in RUNS:
+        RUNS[page.path, configuration] = run = run_page(page, configuration)
+        if page.cells and run.passed and configuration == "as-is":
+            timings.record(page.path, run.seconds)
+    return RUNS[page.path, configuration]
+
+
 def test_page_follows_conventions(page):
     problems = page.problems + checks.nav_problems(page.path) + checks.link_problems(page.path)
+    problems += exercise_problems(page)
     problems += checks.image_problems(page.path, FIGURES)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
 
 
 def test_block(page, block, configuration):
-    if (page.path, configuration) not in RUNS:
-        RUNS[page.path, configuration] = run = run_page(page, configuration)
-        if page.cells and run.passed and configuration == "as-is":
-            timings.record(page.path, run.seconds)
     try:
-        RUNS[page.path, configuration].check(block)
+        page_run(page, configuration).check(block)
     except BlockSkipped as skipped:
         pytest.skip(str(skipped))
     except BlockFailure as failure:
@@ -73,3 +90,28 @@ def test_block(page, block, configuration):
     else:
         return
     pytest.fail(problem, pytrace=False)
+
+
+def test_exercise(page, exercise, configuration):
+    """The check fails the starter (the verdict the page shows) and each classic mistake,
+    naming it, and passes the solution."""
+    run = page_run(page, configuration)
+    if exercise.check.lineno not in run.printed:
+        pytest.skip(f"{exercise.where}: the page did not run to its check")
+    problems = []
+    if not run.printed[exercise.check.lineno].startswith("✗"):
+        problems.append(f"{exercise.check.where}: the check does not fail the starter")
+    for label, block in exercise.variants():
+        verdict = run.verdicts.get((exercise.lineno, label), "")
+        if label == "the solution":
+            passed = verdict.startswith("✓")
+        else:
+            words = label.removeprefix("the mistake '").removesuffix("'")
+            passed = verdict.startswith("✗") and words in verdict
+        if not passed:
+            problems.append(
+                f"{block.where}: with {label} in place of the starter, the check printed:\n"
+                f"{verdict or '(nothing: the code raised)'}"
+            )
+    if problems:
+        pytest.fail("\n".join(problems) + f"\nunder {describe(configuration)}", pytrace=False)

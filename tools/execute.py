@@ -28,6 +28,7 @@ from pathlib import Path
 
 import nbformat
 
+from tools.exercises import exercises
 from tools.notebooks import to_notebook
 from tools.numerics import MARGIN, describe, environment
 from tools.pages import Block, Page, display
@@ -101,6 +102,8 @@ class PageRun:
     failure: str = ""
     # block line -> its torch.allclose calls that came within MARGIN of their tolerance
     thin_margins: dict[int, list[str]] = field(default_factory=dict)
+    # (exercise heading's line, what ran in place of its starter) -> its check's verdict
+    verdicts: dict[tuple[int, str], str] = field(default_factory=dict)
 
     def check(self, block: Block) -> str:
         """What the block printed; raises BlockFailure or BlockSkipped."""
@@ -170,6 +173,8 @@ def run_page(page: Page, configuration: str = "as-is", workdir: Path | None = No
         run.thin_margins = _thin_margins(
             _execute_hidden(client, notebook, WATCHED), notebook, blocks
         )
+        if run.failed_at is None:
+            run.verdicts = _exercise_verdicts(client, notebook, page)
     if run.failed_at is not None:
         run.printed.pop(run.failed_at.lineno, None)
     return run
@@ -186,6 +191,19 @@ def _execute_hidden(client, notebook, source: str) -> str:
         return ""
     finally:
         notebook.cells.pop()
+
+
+def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], str]:
+    """After the page: each exercise's solution and classic mistakes, each run in place of
+    the starter and followed by the exercise's check; what the check printed."""
+    return {
+        (exercise.lineno, label): _execute_hidden(
+            client, notebook, f"{block.code}\n{exercise.check.code}"
+        )
+        for exercise in exercises(page)
+        if exercise.check is not None
+        for label, block in exercise.variants()
+    }
 
 
 def _thin_margins(watched: str, notebook, blocks) -> dict[int, list[str]]:

@@ -18,7 +18,7 @@ import nbformat
 
 from tools.pages import BOOK_PACKAGES, DOCS, Page, notebook_path, parse, site_path
 
-ADMONITION = re.compile(r'^(\s*)(?:!!!|\?\?\?\+?)\s+(\w+)(?:\s+"([^"]*)")?\s*$')
+ADMONITION = re.compile(r'^(\s*)(!!!|\?\?\?\+?)\s+(\w+)(?:\s+"([^"]*)")?\s*$')
 MARKER = re.compile(r"^\s*<!--.*-->\s*$")
 FENCE = re.compile(r"^\s*(`{3,})")
 
@@ -59,7 +59,7 @@ def to_notebook(page: Page, site_url: str | None) -> nbformat.NotebookNode:
         if not MARKER.match(lines[i]):
             prose.append(lines[i])
         i += 1
-    _flush(prose, cells, page.path, site_url)
+    _flush(prose, cells, page.path, site_url, cut=False)
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     notebook.metadata["language_info"] = {"name": "python"}
@@ -82,8 +82,9 @@ def _fence_end(lines: list[str], start: int) -> int:
     return i
 
 
-def _flush(prose: list[str], cells: list, page: Path, site_url: str | None) -> None:
-    text = _math("\n".join(_admonitions_to_quotes(prose)).strip())
+def _flush(prose: list[str], cells: list, page: Path, site_url: str | None,
+           cut: bool = True) -> None:  # fmt: skip
+    text = _math("\n".join(_admonitions_to_quotes(prose, cut)).strip())
     prose.clear()
     if text:
         cells.append(
@@ -93,21 +94,36 @@ def _flush(prose: list[str], cells: list, page: Path, site_url: str | None) -> N
         )
 
 
-def _admonitions_to_quotes(lines: list[str]) -> list[str]:
-    """`!!! warning "Title"` and its indented body become a quoted block."""
-    out, quoting = [], None
-    for line in lines:
-        match = ADMONITION.match(line)
+def _admonitions_to_quotes(lines: list[str], cut: bool = False) -> list[str]:
+    """`!!! warning "Title"` and its indented body become a quoted block, and a collapsed
+    box, `??? success "Solution"`, a collapsed <details> block. A box that a code cell
+    cuts (`cut`: the lines end inside it, before a cell) stays a quote, collapsed or not:
+    a <details> cannot hold a cell."""
+    out: list[str] = []
+    box: tuple[str, bool, list[str]] | None = None  # (title, collapsed, body)
+    indent = 0
+    for line in [*lines, None]:
+        match = ADMONITION.match(line) if line is not None else None
+        inside = box is not None and line is not None and not match
+        if inside and (not line.strip() or line.startswith(" " * indent)):
+            box[2].append(line[indent:])
+            continue
+        if box is not None:
+            out.extend(_box(*box, quoted=not box[1] or (line is None and cut)))
+            box = None
         if match:
-            quoting = len(match.group(1)) + 4
-            title = match.group(3) or match.group(2).capitalize()
-            out.append(f"> **{title}**\n>")
-        elif quoting is not None and (not line.strip() or line.startswith(" " * quoting)):
-            out.append(("> " + line[quoting:]).rstrip())
-        else:
-            quoting = None
+            indent = len(match.group(1)) + 4
+            title = match.group(4) or match.group(3).capitalize()
+            box = (title, match.group(2).startswith("???"), [])
+        elif line is not None:
             out.append(line)
     return out
+
+
+def _box(title: str, collapsed: bool, body: list[str], quoted: bool) -> list[str]:
+    if quoted:
+        return [f"> **{title}**\n>", *[("> " + line).rstrip() for line in body]]
+    return [f"<details>\n<summary>{title}</summary>\n", *body, "\n</details>\n"]
 
 
 def _math(text: str) -> str:

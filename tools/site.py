@@ -13,7 +13,8 @@
   with which versions (measured, never typed), and links to the chapter as a
   notebook, to download or to open in Colab;
 - on the proof table's page: the table, from the last test run's measurements
-  (tools/proofs.py);
+  (tools/proofs.py); on the exercises' page, the list of every exercise, read from
+  the chapters (tools/exercises.py);
 - after the build: write those notebooks, generated from the pages.
 """
 
@@ -26,7 +27,7 @@ from latex2mathml.converter import convert
 
 from snippets import figures
 from snippets.hub import provision, use_offline_hub
-from tools import labs, live, notebooks, proofs, timings
+from tools import exercises, labs, live, notebooks, proofs, timings
 from tools.pages import DOCS, lab_notebook_path, notebook_path, pages, parse
 
 MATH = re.compile(
@@ -62,6 +63,8 @@ def on_page_markdown(markdown, page, config, files):
     source = DOCS / page.file.src_uri
     if proofs.MARKER in markdown:
         return markdown.replace(proofs.MARKER, proofs.table())
+    if exercises.MARKER in markdown:
+        return markdown.replace(exercises.MARKER, exercises.listing())
     if source.suffix != ".md" or not notebooks.has_notebook(parse(source)):
         return markdown  # not a chapter
     to_root = "../" * page.url.count("/")

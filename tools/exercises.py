@@ -1,0 +1,140 @@
+"""A chapter's exercises, read from its page.
+
+A chapter ends with a section "## Exercises". It runs the checker first
+(`--8<-- "exercises.py:check"`), then holds one exercise per heading
+"### Warm-up: ...", "### Core: ..." or "### Stretch: ...", made of:
+
+- the starter: the first python block, the function to write, which raises
+  NotImplementedError until the reader writes it;
+- the check: the next python block, which calls `check(...)`; its expected output is
+  the verdict on the starter;
+- the solution, in a collapsed box: a block skipped with the reason "the solution";
+- one classic mistake or more, each in a collapsed box: a block skipped with the reason
+  "a classic mistake; its hint names '...'", the words the check's verdict must say.
+
+The page's run (tools/execute.py) runs each solution and each mistake after the page,
+followed by its check, and the tests (tests/test_docs.py) read the verdicts. Every
+problem found names the page, the line and the cause.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from markdown.extensions.toc import slugify
+
+from snippets.book import nav
+from tools.pages import DOCS, Block, Page, display, parse
+
+MARKER = "<!-- the exercise list -->"  # where docs/exercises.md lists them
+SECTION = "## Exercises"
+HEADING = re.compile(r"^### (Warm-up|Core|Stretch): (.+?)\s*$")
+DIFFICULTIES = ("Warm-up", "Core", "Stretch")
+SOLUTION = "the solution"
+MISTAKE = re.compile(r"^a classic mistake; its hint names '(.+)'$")
+
+
+@dataclass
+class Exercise:
+    page: Path
+    lineno: int  # the line of its heading
+    difficulty: str  # Warm-up, Core or Stretch
+    title: str
+    starter: Block | None = None
+    check: Block | None = None
+    solution: Block | None = None
+    mistakes: list[tuple[str, Block]] = field(default_factory=list)  # (hint's words, block)
+
+    @property
+    def anchor(self) -> str:
+        """The heading's id on the site (Python-Markdown's toc, as mkdocs.yml configures it)."""
+        return slugify(f"{self.difficulty}: {self.title}", "-")
+
+    @property
+    def where(self) -> str:
+        return f"{display(self.page)}:{self.lineno}"
+
+    def variants(self) -> list[tuple[str, Block]]:
+        """What the tests run in place of the starter, each followed by the check: the
+        solution, then the mistakes, as (what it is, its block)."""
+        solution = [("the solution", self.solution)] if self.solution else []
+        return solution + [(f"the mistake '{words}'", block) for words, block in self.mistakes]
+
+
+def exercises(page: Page) -> list[Exercise]:
+    """The page's exercises, in page order; [] if it has no Exercises section."""
+    lines = page.path.read_text(encoding="utf-8").splitlines()
+    found: list[Exercise] = []
+    in_section = False
+    for lineno, line in enumerate(lines, 1):
+        if line.startswith("## "):
+            in_section = line.strip() == SECTION
+        elif in_section and (heading := HEADING.match(line)):
+            found.append(Exercise(page.path, lineno, heading.group(1), heading.group(2)))
+    ends = [following.lineno for following in found[1:]] + [len(lines) + 1] * bool(found)
+    for exercise, end in zip(found, ends, strict=True):
+        for block in page.blocks:
+            if exercise.lineno < block.lineno < end and block.syntax == "python":
+                _place(exercise, block)
+    return found
+
+
+def _place(exercise: Exercise, block: Block) -> None:
+    if block.skip_reason is None:
+        if exercise.starter is None:
+            exercise.starter = block
+        elif exercise.check is None:
+            exercise.check = block
+    elif block.skip_reason == SOLUTION:
+        exercise.solution = block
+    elif mistake := MISTAKE.match(block.skip_reason):
+        exercise.mistakes.append((mistake.group(1), block))
+
+
+def problems(page: Page) -> list[str]:
+    """What is missing or misplaced in the page's exercises, each with file and line."""
+    text = page.path.read_text(encoding="utf-8")
+    found = exercises(page)
+    result = []
+    if SECTION in text.splitlines() and not found:
+        result.append(
+            f"{display(page.path)}: an Exercises section with no exercise. Each starts with a "
+            f"heading '### {' / '.join(DIFFICULTIES)}: what to write'."
+        )
+    for exercise in found:
+        parts = {
+            "a starter (a python block that runs)": exercise.starter,
+            "a check (the next python block, calling check(...))": exercise.check,
+            f'a solution (a block skipped with reason="{SOLUTION}")': exercise.solution,
+            'a classic mistake (a block skipped with reason="a classic mistake; its hint '
+            "names '...'\")": exercise.mistakes,
+        }
+        missing = [what for what, present in parts.items() if not present]
+        if missing:
+            result.append(f"{exercise.where}: the exercise has no {', no '.join(missing)}.")
+        elif "check(" not in exercise.check.code or exercise.check.expected_output is None:
+            result.append(
+                f"{exercise.check.where}: an exercise's second block is its check: it calls "
+                "check(...) and shows the verdict on the starter as its expected output."
+            )
+    return result
+
+
+def listing() -> str:
+    """Every exercise of the book, by part and chapter in the nav's order, each linked to
+    its place, with its difficulty: the Markdown that replaces MARKER."""
+    out = []
+    for part, chapters in nav():
+        rows = [
+            f"| [{title}]({path}) | [{exercise.title}]({path}#{exercise.anchor}) "
+            f"| {exercise.difficulty} |"
+            for title, path in chapters
+            if path.endswith(".md")
+            for exercise in exercises(parse(DOCS / path))
+        ]
+        if rows:
+            out += [f"## {part}", "", "| chapter | exercise | difficulty |", "|---|---|---|"]
+            out += [*rows, ""]
+    return "\n".join(out)
