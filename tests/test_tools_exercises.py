@@ -1,0 +1,164 @@
+"""tools/exercises.py: a chapter's exercises are read from its page, a missing part is
+named by file and line, each solution and mistake runs after the page followed by its
+check, the notebook folds them away, and every chapter of Parts I to III and of the
+training part has at least two exercises."""
+
+import textwrap
+
+import pytest
+
+from snippets.book import nav
+from tools.execute import run_page
+from tools.exercises import exercises, listing, problems
+from tools.notebooks import to_notebook
+from tools.pages import DOCS, parse
+
+CHECKER = (DOCS.parent / "snippets" / "exercises.py").read_text()
+CHECKER = CHECKER[CHECKER.index("import torch") : CHECKER.index("# --8<-- [end:check]")].rstrip()
+
+EXERCISE = """
+    ### Core: Doubling
+
+    <!--pytest-codeblocks:cont-->
+    ```python
+    def double(x):
+        raise NotImplementedError  # your code here
+    ```
+
+    <!--pytest-codeblocks:cont-->
+    ```python
+    check(double, lambda x: 2 * x, [(torch.ones(3),), (torch.arange(4.0),)], against="2 * x",
+          mistakes={"the square, not the double": lambda x: x * x})
+    ```
+
+    <!--pytest-codeblocks:expected-output-->
+    ```text
+    ✗ double is not written yet: it raises NotImplementedError
+    ```
+
+    ??? success "Solution"
+
+        <!--pytest-codeblocks:cont-->
+        <!--pytest.mark.skip(reason="the solution")-->
+        ```python
+        def double(x):
+            return x + x
+        ```
+
+    ??? failure "A classic mistake: squaring"
+
+        <!--pytest-codeblocks:cont-->
+        <!--pytest.mark.skip(reason="a classic mistake; its hint names 'the square'")-->
+        ```python
+        def double(x):
+            return x**2
+        ```
+"""
+
+
+def chapter(tmp_path, exercise=EXERCISE):
+    checker = textwrap.indent(CHECKER, "    ")
+    path = tmp_path / "chapter.md"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+    # A chapter
+
+    ```python
+    import torch
+    ```
+
+    ## Exercises
+
+    <!--pytest-codeblocks:cont-->
+    ```python
+{checker}
+    ```
+"""
+            + exercise
+        ).lstrip()
+    )
+    return parse(path)
+
+
+def test_an_exercise_is_read_with_its_parts(tmp_path):
+    page = chapter(tmp_path)
+    [exercise] = exercises(page)
+    assert (exercise.difficulty, exercise.title, exercise.anchor) == ("Core", "Doubling",
+                                                                      "core-doubling")  # fmt: skip
+    assert "def double" in exercise.starter.code and "check(double" in exercise.check.code
+    assert "x + x" in exercise.solution.code
+    assert [(words, "x**2" in block.code) for words, block in exercise.mistakes] == [
+        ("the square", True)
+    ]
+    assert problems(page) == [] and page.problems == []
+
+
+@pytest.mark.parametrize(
+    ("removed", "missing"),
+    [
+        ('    ??? success "Solution"', "no a solution"),
+        ("a classic mistake; its hint names 'the square'", "no a classic mistake"),
+    ],
+)
+def test_a_missing_part_is_named_with_file_and_line(tmp_path, removed, missing):
+    broken = EXERCISE.replace(removed, "" if removed.startswith(" ") else "a note")
+    if missing == "no a solution":  # the solution's block, out of its box, is a mistake's
+        broken = broken.replace('reason="the solution"', 'reason="no longer the solution"')
+    page = chapter(tmp_path, broken)
+    [problem] = problems(page)
+    assert problem.startswith(f"{page.path}:") or "chapter.md:" in problem
+    assert missing in problem
+
+
+def test_each_solution_and_mistake_runs_after_the_page_followed_by_its_check(tmp_path):
+    page = chapter(tmp_path)
+    [exercise] = exercises(page)
+    run = run_page(page)
+    assert run.printed[exercise.check.lineno] == (
+        "✗ double is not written yet: it raises NotImplementedError\n"
+    )
+    assert run.verdicts[exercise.lineno, "the solution"] == "✓ double equals 2 * x on 2 inputs\n"
+    mistake = run.verdicts[exercise.lineno, "the mistake 'the square'"]
+    assert mistake.startswith("✗ double differs from 2 * x on input 1 of 2: (3,)")
+    assert "You computed the square, not the double." in mistake
+
+
+def test_the_notebook_folds_the_solution_and_the_mistakes(tmp_path):
+    cells = to_notebook(chapter(tmp_path), None).cells
+    folded = [c.source for c in cells if c.cell_type == "markdown" and "<details>" in c.source]
+    assert len(folded) == 1
+    assert "<summary>Solution</summary>" in folded[0] and "return x + x" in folded[0]
+    assert "<summary>A classic mistake: squaring</summary>" in folded[0]
+    assert folded[0].count("</details>") == 2 and "pytest" not in folded[0]
+    assert not any("return x + x" in c.source for c in cells if c.cell_type == "code")
+
+
+def test_a_box_a_code_cell_cuts_stays_a_quote(tmp_path):
+    path = tmp_path / "boxed.md"
+    path.write_text(
+        '```python\nx = 1\n```\n\n??? example "Earlier code"\n\n    Its functions:\n\n'
+        "    <!--pytest-codeblocks:cont-->\n    ```python\n    y = x\n    ```\n"
+    )
+    cells = to_notebook(parse(path), None).cells
+    assert "> **Earlier code**" in cells[3].source and "<details>" not in cells[3].source
+
+
+def test_every_chapter_of_parts_i_to_iii_and_training_has_two_exercises():
+    parts = [chapters for title, chapters in nav() if title.startswith(("Part I", "Pretraining"))]
+    short = {
+        path: len(exercises(parse(DOCS / path)))
+        for chapters in parts
+        for _, path in chapters
+        if len(exercises(parse(DOCS / path))) < 2
+    }
+    assert len(parts) == 4 and not short, f"chapters with fewer than two exercises: {short}"
+
+
+def test_the_exercises_page_links_every_exercise():
+    text = listing()
+    for _, chapters in nav():
+        for _, path in chapters:
+            if path.endswith(".md"):
+                for exercise in exercises(parse(DOCS / path)):
+                    assert f"]({path}#{exercise.anchor})" in text
