@@ -7,6 +7,8 @@ import pytest
 
 from snippets.book import REPO_ROOT
 from tools.execute import run_page
+from tools.exercises import exercises
+from tools.exercises import problems as exercise_problems
 from tools.pages import parse
 from tools.scaffold import scaffold
 
@@ -24,9 +26,13 @@ def test_the_scaffold_makes_a_page_that_passes_and_a_stub_that_fails(tmp_path):
     assert test == tmp_path / "tests" / "test_bert_new_chapter.py"
     parsed = parse(page)
     assert parsed.problems == []
+    assert exercise_problems(parsed) == []
     run = run_page(parsed)
-    for block in parsed.blocks:
+    for block in parsed.cells:
         run.check(block)
+    [exercise] = exercises(parsed)
+    assert run.verdicts[exercise.lineno, "the solution"].startswith("✓")
+    assert "unbiased variance" in run.verdicts[exercise.lineno, "the mistake 'unbiased variance'"]
 
     namespace = {}
     exec(compile(test.read_text(), str(test), "exec"), namespace)
