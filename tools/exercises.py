@@ -124,17 +124,22 @@ def problems(page: Page) -> list[str]:
 
 def listing() -> str:
     """Every exercise of the book, by part and chapter in the nav's order, each linked to
-    its place, with its difficulty: the Markdown that replaces MARKER."""
-    out = []
+    its place, with its difficulty, after a count: the Markdown that replaces MARKER."""
+    out, counts, chapters_with = [], dict.fromkeys(DIFFICULTIES, 0), 0
     for part, chapters in nav():
-        rows = [
-            f"| [{title}]({path}) | [{exercise.title}]({path}#{exercise.anchor}) "
-            f"| {exercise.difficulty} |"
-            for title, path in chapters
-            if path.endswith(".md")
-            for exercise in exercises(parse(DOCS / path))
-        ]
+        rows = []
+        for title, path in chapters:
+            found = exercises(parse(DOCS / path)) if path.endswith(".md") else []
+            chapters_with += bool(found)
+            for number, exercise in enumerate(found):
+                counts[exercise.difficulty] += 1
+                rows.append(
+                    f"| {f'[{title}]({path})' if number == 0 else ''} "
+                    f"| [{exercise.title}]({path}#{exercise.anchor}) | {exercise.difficulty} |"
+                )
         if rows:
             out += [f"## {part}", "", "| chapter | exercise | difficulty |", "|---|---|---|"]
             out += [*rows, ""]
-    return "\n".join(out)
+    total = ", ".join(f"{n} {d.lower()}" for d, n in counts.items())
+    summary = f"{sum(counts.values())} exercises in {chapters_with} chapters: {total}."
+    return "\n".join([summary, "", *out])
