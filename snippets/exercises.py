@@ -35,9 +35,12 @@ def shown(value):
     if isinstance(value, torch.Tensor):  # its shape, and its dtype unless float32
         dtype = "" if value.dtype == torch.float32 else f" {value.dtype}".replace("torch.", "")
         return f"{tuple(value.shape)}{dtype}"
+    if isinstance(value, torch.nn.Module):
+        return type(value).__name__
     if isinstance(value, (tuple, list)) and len(value) > 3:
         return f"{type(value).__name__} of {len(value)}"
-    return repr(value) if len(repr(value)) < 60 else repr(value)[:56] + " ..."
+    text = " ".join(repr(value).split())  # on one line
+    return text if len(text) < 60 else text[:56] + " ..."
 
 
 def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
