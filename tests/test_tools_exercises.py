@@ -111,6 +111,14 @@ def test_a_missing_part_is_named_with_file_and_line(tmp_path, removed, missing):
     assert missing in problem
 
 
+def test_a_second_solution_is_named(tmp_path):
+    start, end = EXERCISE.index('    ??? success "Solution"'), EXERCISE.index("    ??? failure")
+    solution = EXERCISE[start:end]
+    page = chapter(tmp_path, EXERCISE + "\n" + solution)
+    [problem] = problems(page)
+    assert "chapter.md:" in problem and "a second solution" in problem
+
+
 def test_each_solution_and_mistake_runs_after_the_page_followed_by_its_check(tmp_path):
     page = chapter(tmp_path)
     [exercise] = exercises(page)

@@ -46,6 +46,7 @@ class Exercise:
     check: Block | None = None
     solution: Block | None = None
     mistakes: list[tuple[str, Block]] = field(default_factory=list)  # (hint's words, block)
+    second_solutions: list[Block] = field(default_factory=list)  # a problem: one only
 
     @property
     def anchor(self) -> str:
@@ -88,7 +89,10 @@ def _place(exercise: Exercise, block: Block) -> None:
         elif exercise.check is None:
             exercise.check = block
     elif block.skip_reason == SOLUTION:
-        exercise.solution = block
+        if exercise.solution is None:
+            exercise.solution = block
+        else:
+            exercise.second_solutions.append(block)
     elif mistake := MISTAKE.match(block.skip_reason):
         exercise.mistakes.append((mistake.group(1), block))
 
@@ -112,6 +116,10 @@ def problems(page: Page) -> list[str]:
             "names '...'\")": exercise.mistakes,
         }
         missing = [what for what, present in parts.items() if not present]
+        result += [
+            f"{block.where}: a second solution; the tests run the first only. Keep one."
+            for block in exercise.second_solutions
+        ]
         if missing:
             result.append(f"{exercise.where}: the exercise has no {', no '.join(missing)}.")
         elif "check(" not in exercise.check.code or exercise.check.expected_output is None:
