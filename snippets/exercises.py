@@ -43,6 +43,15 @@ def shown(value):
     return text if len(text) < 60 else text[:56] + " ..."
 
 
+def recognised(mistake, args, got, atol):
+    """Whether `got` is what `mistake` gives on `args` (a mistake that cannot run on them
+    is not the reader's)."""
+    try:
+        return same(got, mistake(*args), atol)
+    except Exception:
+        return False
+
+
 def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
     """Call `yours(*args)` and `reference(*args)` for each `args` in `inputs` and compare.
 
@@ -67,7 +76,7 @@ def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
         print(f"✗ {name} differs from {against} on input {number} of {len(inputs)}: "
               f"{', '.join(map(shown, args))}")  # fmt: skip
         for hint, mistake in (mistakes or {}).items():
-            if same(got, mistake(*args), atol):
+            if recognised(mistake, args, got, atol):
                 print(f"  You computed {hint}.")
                 break
         else:
