@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import selected_configurations, selected_pages
 from tools import checks, timings
 from tools.execute import BlockFailure, BlockSkipped, run_page
-from tools.exercises import exercises
+from tools.exercises import exercises, is_variant
 from tools.exercises import problems as exercise_problems
 from tools.numerics import describe
 from tools.pages import FIGURES, display, pages, parse
@@ -36,6 +36,7 @@ def pytest_generate_tests(metafunc):
             for configuration in selected_configurations(metafunc.config)
             for page in chosen
             for block in page.blocks
+            if not is_variant(block)  # test_exercise runs it
         ]  # fmt: skip
         metafunc.parametrize(("page", "block", "configuration"), blocks)
     elif "exercise" in metafunc.fixturenames:

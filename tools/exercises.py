@@ -82,6 +82,13 @@ def exercises(page: Page) -> list[Exercise]:
     return found
 
 
+def is_variant(block: Block) -> bool:
+    """A solution's or a classic mistake's block: skipped on the page, run by the tests in
+    place of its exercise's starter."""
+    reason = block.skip_reason or ""
+    return reason == SOLUTION or MISTAKE.match(reason) is not None
+
+
 def _place(exercise: Exercise, block: Block) -> None:
     if block.skip_reason is None:
         if exercise.starter is None:
