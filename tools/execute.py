@@ -202,7 +202,7 @@ def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], st
         )
         for exercise in exercises(page)
         if exercise.check is not None
-        for label, block in exercise.variants()
+        for label, block, _ in exercise.variants()
     }
 
 

@@ -57,11 +57,14 @@ class Exercise:
     def where(self) -> str:
         return f"{display(self.page)}:{self.lineno}"
 
-    def variants(self) -> list[tuple[str, Block]]:
+    def variants(self) -> list[tuple[str, Block, str]]:
         """What the tests run in place of the starter, each followed by the check: the
-        solution, then the mistakes, as (what it is, its block)."""
-        solution = [("the solution", self.solution)] if self.solution else []
-        return solution + [(f"the mistake '{words}'", block) for words, block in self.mistakes]
+        solution, then the mistakes, as (what it is, its block, the words its hint must
+        print; "" for the solution)."""
+        solution = [("the solution", self.solution, "")] if self.solution else []
+        return solution + [
+            (f"the mistake '{words}'", block, words) for words, block in self.mistakes
+        ]
 
 
 def exercises(page: Page) -> list[Exercise]:
