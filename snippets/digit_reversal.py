@@ -126,7 +126,7 @@ TOY_CONFIG = TransformerConfig(
     norm_first=True,  # pre-norm: trains stably at this learning rate, where post-norm spikes
     max_len=MAX_DIGITS + 2,  # the longest target: BOS, 8 digits, EOS
 )
-STEPS = 1000  # of 128 sequences each
+STEPS = 800  # of 128 sequences each
 
 
 def train_reversal(steps=STEPS, seed=0):

@@ -115,7 +115,7 @@ def accuracy(model, tokenizer, texts, labels, batch_size=100):
 
 
 def fine_tune(model, tokenizer, train, held_out, epochs=1, batch_size=32, lr=1e-4,
-              eval_every=10, seed=0):  # fmt: skip
+              eval_every=25, seed=0):  # fmt: skip
     """Train every weight with AdamW; return the loss of each step, and the held-out
     accuracy every `eval_every` steps as (step, accuracy) pairs.
 
