@@ -14,9 +14,11 @@ LINTED := snippets tools tests hooks.py docs/labs
 serve: setup
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
+# one page: its three configurations and its tests fit two workers (a third costs more to
+# start than it saves)
 ifdef PAGE
 test: setup chromium
-	$(BIN)/pytest tests --page $(PAGE)
+	$(BIN)/pytest tests --page $(PAGE) --numprocesses 2
 else
 test: setup chromium
 	$(BIN)/ruff check $(LINTED)

@@ -83,3 +83,27 @@ def test_a_pages_blocks_run_in_one_worker_and_a_files_tests_in_one(tmp_path):
     for test in ("test_block", "test_other"):
         workers = set(re.findall(rf"\[(gw\d+)\].* PASSED .*::{test}\[", result.stdout))
         assert len(workers) == 1, result.stdout[-2000:]
+
+
+def test_the_kept_site_is_rebuilt_when_a_file_it_is_built_from_changes(tmp_path, monkeypatch):
+    from tests.conftest import site_inputs_digest
+
+    (tmp_path / "docs" / "part").mkdir(parents=True)
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\n")
+    page = tmp_path / "docs" / "part" / "page.md"
+    page.write_text("# A page\n")
+    before = site_inputs_digest(tmp_path)
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "page-timings.json").write_text("{}")  # not read for the digest
+    (tmp_path / "docs" / "__pycache__").mkdir()
+    (tmp_path / "docs" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert site_inputs_digest(tmp_path) == before
+    page.write_text("# A page, changed\n")
+    changed = site_inputs_digest(tmp_path)
+    assert changed != before
+    page.rename(page.with_name("renamed.md"))
+    monkeypatch.delenv("SITE_URL", raising=False)
+    renamed = site_inputs_digest(tmp_path)
+    assert renamed not in {before, changed}
+    monkeypatch.setenv("SITE_URL", "https://example.org/book/")  # the notebooks link it
+    assert site_inputs_digest(tmp_path) != renamed

@@ -108,7 +108,7 @@ def test_exercise(page, exercise, configuration):
         if not passed:
             problems.append(
                 f"{block.where}: with {label} in place of the starter, the check printed:\n"
-                f"{verdict or '(nothing: the code raised)'}"
+                f"{verdict or '(nothing)'}"
             )
     if problems:
         pytest.fail("\n".join(problems) + f"\nunder {describe(configuration)}", pytrace=False)

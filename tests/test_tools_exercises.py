@@ -132,6 +132,13 @@ def test_each_solution_and_mistake_runs_after_the_page_followed_by_its_check(tmp
     assert "You computed the square, not the double." in mistake
 
 
+def test_a_solution_that_raises_before_the_check_gets_a_verdict_that_says_why(tmp_path):
+    page = chapter(tmp_path, EXERCISE.replace("return x + x", "return x + x\n        1 / 0"))
+    [exercise] = exercises(page)
+    verdict = run_page(page).verdicts[exercise.lineno, "the solution"]
+    assert verdict.startswith("(it raised ZeroDivisionError: division by zero)")
+
+
 def test_the_notebook_folds_the_solution_and_the_mistakes(tmp_path):
     cells = to_notebook(chapter(tmp_path), None).cells
     folded = [c.source for c in cells if c.cell_type == "markdown" and "<details>" in c.source]

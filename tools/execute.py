@@ -181,29 +181,41 @@ def run_page(page: Page, configuration: str = "as-is", workdir: Path | None = No
 
 
 def _execute_hidden(client, notebook, source: str) -> str:
-    """Run `source` in the page's kernel, outside the notebook; what it printed."""
+    """Run `source` in the page's kernel, outside the notebook; what it printed, or "" if
+    it raised."""
+    printed, why = _execute_hidden_or_why(client, notebook, source)
+    return "" if why else printed
+
+
+def _execute_hidden_or_why(client, notebook, source: str) -> tuple[str, str]:
+    """`_execute_hidden`, and why `source` stopped early ("" when it ran to its end)."""
+    from nbclient.exceptions import CellExecutionError
+
     cell = nbformat.v4.new_code_cell(source)
     notebook.cells.append(cell)
     try:
         client.execute_cell(cell, len(notebook.cells) - 1, store_history=False)
-        return _stdout(cell)
-    except Exception:  # the kernel died: the page's failure says why
-        return ""
+        return _stdout(cell), ""
+    except CellExecutionError as error:
+        return _stdout(cell), f"it raised {error.ename}: {error.evalue}"
+    except Exception as error:  # the kernel died or timed out: the page's failure says why
+        return "", f"the kernel failed: {type(error).__name__}: {error}"
     finally:
         notebook.cells.pop()
 
 
 def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], str]:
     """After the page: each exercise's solution and classic mistakes, each run in place of
-    the starter and followed by the exercise's check; what the check printed."""
-    return {
-        (exercise.lineno, label): _execute_hidden(
-            client, notebook, f"{block.code}\n{exercise.check.code}"
-        )
-        for exercise in exercises(page)
-        if exercise.check is not None
-        for label, block, _ in exercise.variants()
-    }
+    the starter and followed by the exercise's check; what the check printed, after why
+    the code stopped if it raised (a check never raises: its verdict is then missing)."""
+    verdicts = {}
+    for exercise in exercises(page):
+        for label, block, _ in exercise.variants() if exercise.check is not None else ():
+            printed, why = _execute_hidden_or_why(
+                client, notebook, f"{block.code}\n{exercise.check.code}"
+            )
+            verdicts[exercise.lineno, label] = f"({why})\n{printed}" if why else printed
+    return verdicts
 
 
 def _thin_margins(watched: str, notebook, blocks) -> dict[int, list[str]]:

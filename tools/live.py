@@ -16,8 +16,6 @@ sha256, which the pages read first. With the files in place, nothing is redone.
 
 from pathlib import Path
 
-from safetensors.torch import load_file, save_file
-
 from snippets.book import DOCS, staged_folder, write_json
 from snippets.hub import GPT2_SHAKESPEARE, MINILM, ChecksumError, check_sha256
 
@@ -67,6 +65,8 @@ def manifest(folder: Path) -> dict:
 
 def minilm_parts(weights: Path) -> dict[str, dict]:
     """MiniLM's tensors, by the file each goes to."""
+    from safetensors.torch import load_file  # imports torch: only when the files are written
+
     tensors = load_file(weights)
     del tensors["embeddings.position_ids"]
     embeddings = {k: v for k, v in tensors.items() if k.startswith("embeddings.")}
@@ -77,6 +77,8 @@ def minilm_parts(weights: Path) -> dict[str, dict]:
 def build() -> Path:
     if is_built():
         return LIVE_MODELS
+    from safetensors.torch import save_file
+
     with staged_folder(LIVE_MODELS) as staging:
         for folder, (checkpoint, names) in COPIED.items():
             (staging / folder).mkdir()

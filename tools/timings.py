@@ -57,7 +57,10 @@ def provenance(page: Path, timings: Path = TIMINGS) -> str:
         transformers.__version__,
     ):
         return f"Tested with {tested}"
-    beside = " (timed while another test ran beside it)" if measured.get("beside") else ""
+    others = measured.get("beside", 0)
+    beside = {0: "", 1: " (timed while another test ran beside it)"}.get(
+        others, f" (timed while {others} other tests ran beside it)"
+    )
     return (
         f"Runs in {measured['seconds']} s on {measured['cpus']} CPU cores{beside}"
         f" · tested with {tested}"
