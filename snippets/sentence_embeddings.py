@@ -24,16 +24,21 @@ def mean_pool(last_hidden_state, attention_mask):
 @torch.no_grad()
 def embed(model, tokenizer, sentences, batch_size=32):
     """Sentence embeddings, (N, C) with unit rows: each sentence cut at MAX_TOKENS tokens,
-    its real tokens' last hidden states averaged, the mean scaled to length 1."""
+    its real tokens' last hidden states averaged, the mean scaled to length 1.
+
+    Batches hold sentences of similar lengths, as SentenceTransformer.encode makes them,
+    so that little padding is computed; the rows come back in the order given."""
     model.eval()  # no dropout: the same sentence always gives the same vector
+    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # by characters
     rows = []
     for start in range(0, len(sentences), batch_size):
-        inputs = tokenizer(sentences[start : start + batch_size], padding=True,
-                           truncation=True, max_length=MAX_TOKENS,
+        batch = [sentences[i] for i in order[start : start + batch_size]]
+        inputs = tokenizer(batch, padding=True, truncation=True, max_length=MAX_TOKENS,
                            return_tensors="pt").to(model.device)  # fmt: skip
         hidden = model(**inputs).last_hidden_state  # (B, T, C)
         rows.append(mean_pool(hidden, inputs["attention_mask"]))  # (B, C)
-    return F.normalize(torch.cat(rows), dim=-1)  # (N, C)
+    back = torch.tensor(order).argsort()  # from length order back to the order given
+    return F.normalize(torch.cat(rows)[back], dim=-1)  # (N, C)
 
 
 # --8<-- [end:embed]
