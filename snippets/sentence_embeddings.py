@@ -26,10 +26,12 @@ def embed(model, tokenizer, sentences, batch_size=32):
     """Sentence embeddings, (N, C) with unit rows: each sentence cut at MAX_TOKENS tokens,
     its real tokens' last hidden states averaged, the mean scaled to length 1.
 
-    Batches hold sentences of similar lengths, as SentenceTransformer.encode makes them,
-    so that little padding is computed; the rows come back in the order given."""
+    The sentences are batched longest first, by characters, as SentenceTransformer.encode
+    batches them, so that little padding is computed; the rows come back in the order
+    given."""
     model.eval()  # no dropout: the same sentence always gives the same vector
-    order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))  # by characters
+    # longest first: similar lengths share a batch
+    order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))
     rows = []
     for start in range(0, len(sentences), batch_size):
         batch = [sentences[i] for i in order[start : start + batch_size]]
@@ -37,7 +39,7 @@ def embed(model, tokenizer, sentences, batch_size=32):
                            return_tensors="pt").to(model.device)  # fmt: skip
         hidden = model(**inputs).last_hidden_state  # (B, T, C)
         rows.append(mean_pool(hidden, inputs["attention_mask"]))  # (B, C)
-    back = torch.tensor(order).argsort()  # from length order back to the order given
+    back = torch.tensor(order).argsort()  # (N,): back to the order given
     return F.normalize(torch.cat(rows)[back], dim=-1)  # (N, C)
 
 
