@@ -114,8 +114,8 @@ def accuracy(model, tokenizer, texts, labels, batch_size=100):
     return correct / len(texts)
 
 
-def fine_tune(model, tokenizer, train, held_out, epochs=1, batch_size=32, lr=1e-4,
-              eval_every=25, seed=0):  # fmt: skip
+def fine_tune(model, tokenizer, train, held_out, epochs=1, batch_size=32, lr=2e-4,
+              eval_every=16, seed=0):  # fmt: skip
     """Train every weight with AdamW; return the loss of each step, and the held-out
     accuracy every `eval_every` steps as (step, accuracy) pairs.
 
@@ -160,7 +160,7 @@ def fine_tune(model, tokenizer, train, held_out, epochs=1, batch_size=32, lr=1e-
 RUN_NAME = "fine-tuning-run"  # its result is kept in .cache/ under this name
 
 
-def fine_tuning_run(reviews_path, train_size=1600, held_out_size=400):
+def fine_tuning_run(reviews_path, train_size=1000, held_out_size=400):
     """The page's whole experiment: both baselines, then MiniLM before and after training."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 

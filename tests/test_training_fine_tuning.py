@@ -5,6 +5,7 @@ the page's three warning boxes hold against transformers and torch (label shape,
 the untrained head's "confidence")."""
 
 import itertools
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -113,6 +114,34 @@ def test_a_few_fine_tuning_steps_reduce_the_loss_on_a_seeded_batch(reviews, toke
         losses.append(loss.item())
     assert losses[-1] < losses[0] - 0.05
     assert all(b < a for a, b in itertools.pairwise(losses))
+
+
+def test_grouping_by_length_cuts_the_pages_padding_to_about_a_third(reviews, tokenizer):
+    """docs/training/fine-tuning.md, "cuts the padding ... to about a third": the padding
+    tokens of the batches `fine_tune` builds for the page's run, against the same batches
+    drawn at random and left ungrouped (measured: 8,598 against 26,006)."""
+    train, held_out = fine_tuning.split(*reviews, 1000, 400)
+    shapes = []
+
+    class Recorder(torch.nn.Module):  # stands in for the model: records each batch's shape
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.zeros(()))
+
+        def forward(self, input_ids, labels=None, **_):
+            if labels is not None:
+                shapes.append(input_ids.shape)
+            logits = torch.zeros(len(input_ids), 2)
+            return SimpleNamespace(loss=self.weight * 0 + 1, logits=logits)
+
+    fine_tuning.fine_tune(Recorder(), tokenizer, train, held_out)
+    lengths = [len(ids) for ids in tokenizer(train[0])["input_ids"]]
+    order = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(0)).tolist()
+    batches = [order[start : start + 32] for start in range(0, len(order), 32)]
+    ungrouped = sum(len(batch) * max(lengths[i] for i in batch) for batch in batches)
+    grouped = sum(rows * tokens for rows, tokens in shapes)
+    ratio = (grouped - sum(lengths)) / (ungrouped - sum(lengths))
+    assert 0.25 < ratio < 0.42, ratio
 
 
 def test_sentence_features_are_each_texts_own_whatever_its_batch(prove, reviews, tokenizer):

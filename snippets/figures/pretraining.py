@@ -67,7 +67,7 @@ def fine_tuning_learning_curve():
     loss.axhline(np.log(2), color="#555555", ls="--", lw=1)
     loss.text(len(losses), np.log(2), "ln 2 ", ha="right", va="bottom", fontsize=8,
               color="#555555")  # fmt: skip
-    loss.set_xlabel("training step (32 sentences each)")
+    loss.set_xlabel("training step (batches of 32 sentences)")
     loss.set_ylabel("training loss (cross-entropy)")
     steps, values = zip(*run["curve"], strict=True)
     accuracy.plot(steps, values, "o-", color="#e65100", ms=4, label="MiniLM, fine-tuned")
