@@ -40,6 +40,7 @@ import pytest
 
 from snippets.book import nav
 from tools import timings
+from tools.execute import KERNEL_OPTIONS
 from tools.numerics import CONFIGURATIONS, describe
 from tools.pages import (
     DOCS,
@@ -400,7 +401,11 @@ def run_notebook(name: str, path: Path, environment: Path, work: Path, configura
     specs = KernelSpecManager(kernel_dirs=[str(environment / "kernels")])
     manager = KernelManager(kernel_name="reader", kernel_spec_manager=specs)
     client = NotebookClient(
-        notebook, km=manager, timeout=PAGE_TIMEOUT, resources={"metadata": {"path": str(work)}}
+        notebook,
+        km=manager,
+        timeout=PAGE_TIMEOUT,
+        resources={"metadata": {"path": str(work)}},
+        **KERNEL_OPTIONS,
     )
     under = f"under {describe(configuration)}"
     # Offline: no Hub holds the book's ids from here, and the paste test covers the

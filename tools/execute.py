@@ -34,6 +34,12 @@ from tools.numerics import MARGIN, describe, environment
 from tools.pages import Block, Page, display
 
 CELL_TIMEOUT = 600  # seconds a block may run before it counts as failed
+# seconds to wait, after a block's reply, for the rest of what it printed. nbclient's default,
+# 4 s, drops what comes later without a word: on a loaded machine a check's verdict came
+# back empty. Waiting longer costs nothing when the output is on time; past it, the block
+# fails and says why (KERNEL_OPTIONS below).
+IOPUB_TIMEOUT = 120
+KERNEL_OPTIONS = {"iopub_timeout": IOPUB_TIMEOUT, "raise_on_iopub_timeout": True}
 
 
 # Run in the kernel after a cell raised: the frames of the exception, and for each
@@ -151,7 +157,7 @@ def run_page(page: Page, configuration: str = "as-is", workdir: Path | None = No
     blocks = dict(zip(map(id, code_cells[1:]), page.cells, strict=True))  # after the set-up
     client = NotebookClient(
         notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
-        resources={"metadata": {"path": str(run.workdir)}},
+        resources={"metadata": {"path": str(run.workdir)}}, **KERNEL_OPTIONS,
     )  # fmt: skip
     started = time.perf_counter()
     with client.setup_kernel(env=environment(configuration)):

@@ -17,6 +17,7 @@ import nbformat
 from snippets import hub
 from snippets.book import read_json, write_json
 from tools import notebooks
+from tools.execute import KERNEL_OPTIONS
 from tools.notebooks import setup_cell
 from tools.pages import LABS, mkdocs_config
 
@@ -50,7 +51,7 @@ def build_labs(labs: Path = LABS, force: bool = False) -> list[str]:
         notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
         with tempfile.TemporaryDirectory() as scratch:
             resources = {"metadata": {"path": scratch}}
-            client = NotebookClient(notebook, timeout=600, resources=resources)
+            client = NotebookClient(notebook, timeout=600, resources=resources, **KERNEL_OPTIONS)
             # the kernel draws figures inline, whatever backend the build itself was given
             inline = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
             client.execute(env=inline)  # raises CellExecutionError, naming the cell, on any error
