@@ -11,8 +11,9 @@ numeric configurations (tools/numerics.py), maxima over the inputs of these test
 - HIDDEN_ATOL = 5e-5 for every hidden state, pooler output and attention probability of
   MiniLM and bert-base, whose hidden states reach 10. Measured: 3.6e-6 on MiniLM,
   3.0e-6 on bert-base (its [PAD] positions included).
-- ATOL = 1e-5 for the small models of width 64 (values up to 4); 2e-5 at their [PAD]
-  positions. Measured: 9.5e-7; 1.4e-6 at [PAD].
+- SMALL_ATOL = 2e-5 for the small models of width 64 (values up to 4), [PAD] positions
+  included. Measured: 1.4e-6 on an AMD EPYC (Zen 3), as-is and avx2-2-threads, at the
+  real tokens with the gelu_new activation; 9.5e-7 on an Intel Xeon (Cascade Lake).
 - LONG_ATOL = 1e-4 for MiniLM at 512 tokens. Measured: 5.3e-6 on LONG_TEXTS[0];
   5.9e-6 on LONG_TEXTS[1] and 9.8e-6 on a third text, earlier. That is float32, not a
   bug: against the library run in float64, the library's float32 result and ours are
@@ -39,6 +40,7 @@ from tests.conftest import ATOL, BATCH, PAIRS, SENTENCE
 pytestmark = pytest.mark.usefixtures("no_grad")
 
 HIDDEN_ATOL = 5e-5
+SMALL_ATOL = 2e-5
 LONG_ATOL = 1e-4
 PADDING_ATOL = 2e-3
 
@@ -244,7 +246,7 @@ def test_any_config(prove, changes):
              "type_vocab_size": "token types", "layer_norm_eps": "LayerNorm ε"}  # fmt: skip
     described = ", ".join(f"{named[k]} {v}" for k, v in changes.items()) or "4 heads"
     inputs = f"random ids, padded 3×17, BERT of width 64 and 3 layers (random init), {described}"
-    assert_parity(prove, model, batch, inputs, atol=ATOL, padding_atol=2e-5)
+    assert_parity(prove, model, batch, inputs, atol=SMALL_ATOL, padding_atol=SMALL_ATOL)
 
 
 def test_a_model_without_pooler(prove, tokenizer):

@@ -120,14 +120,14 @@ def test_cache_filled_in_chunks_gives_the_full_logits(prove, gpt2_shakespeare, c
         full,
         SHIPPED_ATOL,
     )
-    # keys and values reach ~18, like the logits: float32 rounding differs by up to ~2e-5
+    # keys and values reach ~18, like the logits: float32 rounding differs by up to ~3e-5
     prove(
         "GPT-2 by hand with its KV cache, filled chunk by chunk (keys and values)",
         "GPT-2 by hand, one pass over every token",
         f"{inputs}, every layer",
         torch.stack([torch.stack(pair) for pair in cache]),
         torch.stack([torch.stack(pair) for pair in full_cache]),
-        2e-4,  # measured 1.7e-5
+        5e-4,  # measured 3.2e-5 (AMD EPYC, chunks of 1), 1.7e-5 (Intel Xeon)
     )
 
 

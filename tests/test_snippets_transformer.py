@@ -240,10 +240,9 @@ def test_layer_norm_equals_nn_layer_norm_outputs_and_gradients(prove, shape, eps
     upstream = torch.randn(shape)
     mine = torch.autograd.grad(out, [x, ours.weight, ours.bias], upstream)
     theirs = torch.autograd.grad(ref_out, [x, reference.weight, reference.bias], upstream)
+    # measured 1.2e-6 (AMD EPYC under compatible-1-thread; 6e-7 as-is)
     prove("LayerNorm by hand (gradient of the input)", "`nn.LayerNorm`", inputs,
-          mine[0], theirs[0], 1e-5)  # fmt: skip
-    # γ's and β's gradients are sums over all B·T positions, of size ~10: float32 keeps
-    # about 7 significant digits of them, hence the relative tolerance
+          mine[0], theirs[0], 2e-5)  # fmt: skip
     # γ's and β's gradients are sums over all B·T positions, of size up to 50: float32
     # keeps about 7 significant digits of them (measured: 2.5e-5)
     prove("LayerNorm by hand (gradients of γ and β)", "`nn.LayerNorm`", inputs,
@@ -291,8 +290,9 @@ def test_encoder_layer_equals_nn(prove, batch, t, s, heads, norm_first, activati
     real = (source != PAD).any(dim=1)  # torch gives NaN for an all-padding sequence
     assert not out.isnan().any()
     inputs = LAYER_INPUTS
+    # float32, values up to 5: measured 1.2e-6 (AMD EPYC; 8 heads, GELU)
     prove("encoder layer by hand, padding mask", "`nn.TransformerEncoderLayer`",
-          f"{inputs}, the rows not all padding", out[real], ref_out[real], 1e-5)  # fmt: skip
+          f"{inputs}, the rows not all padding", out[real], ref_out[real], 2e-5)  # fmt: skip
     # and with a causal mask instead, as a decoder-only model would use it
     out = ours(x, causal_mask(s))
     # float32, values up to 5: measured 1.2e-6
