@@ -12,8 +12,9 @@ numeric configurations (tools/numerics.py), maxima over the inputs of these test
   MiniLM and bert-base, whose hidden states reach 10. Measured: 3.6e-6 on MiniLM,
   3.0e-6 on bert-base (its [PAD] positions included).
 - SMALL_ATOL = 2e-5 for the small models of width 64 (values up to 4), [PAD] positions
-  included. Measured: 1.4e-6 on an AMD EPYC (Zen 3), as-is and avx2-2-threads, at the
-  real tokens with the gelu_new activation; 9.5e-7 on an Intel Xeon (Cascade Lake).
+  included. Measured on an AMD EPYC (Zen 3): 1.4e-6 at the real tokens (gelu_new, as-is
+  and avx2-2-threads), 9.5e-7 at [PAD]. On an Intel Xeon (Cascade Lake): 9.5e-7 at
+  the real tokens, 1.4e-6 at [PAD].
 - LONG_ATOL = 1e-4 for MiniLM at 512 tokens. Measured: 5.3e-6 on LONG_TEXTS[0];
   5.9e-6 on LONG_TEXTS[1] and 9.8e-6 on a third text, earlier. That is float32, not a
   bug: against the library run in float64, the library's float32 result and ours are
