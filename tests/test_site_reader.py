@@ -1,23 +1,25 @@
 """The built site, run as its readers run it (`make test-reader`; CI runs it after `make test`).
 
 Each page's code runs once per numeric configuration in CI: `make test` runs it as it is
-(tests/test_docs.py), and here each notebook downloaded from the built site runs under
-the two others (tools/numerics.py). What a reader copies instead is proven to be that code,
-byte for byte, without running it again.
+(tests/test_docs.py), and here under the two others (tools/numerics.py): each notebook
+downloaded from the built site under compatible-1-thread, and under avx2-2-threads either
+its notebook or, for the chapters of the one-session run below, that run. What a reader
+copies instead is proven to be that code, byte for byte, without running it again.
 
 - Notebook: each notebook downloaded from the built site runs top to bottom in a fresh
   virtual environment outside the repository, holding torch (the local wheel), the
-  kernel that runs it, and only the pins its set-up cell names, under each configuration
-  but the machine as it is. Each cell must print what the page shows. Notebooks whose
-  set-up cells name the same pins share one environment, built by uv.
+  kernel that runs it, and only the pins its set-up cell names. Each cell must print
+  what the page shows. Notebooks whose set-up cells name the same pins share one
+  environment, built by uv.
 - Paste: the code of each chapter's built HTML is its Markdown's, includes expanded, and its
   notebook's cells are the same code with the same outputs. Each model and file the
   chapters load, with the call they type, loads in a fresh interpreter in an empty
   folder outside the repository with no HF_* variable: the set-up filled the cache that
   any Python reads.
 - Sequence: Part I, then the training part, then Part III, pasted one after the other
-  into one interpreter, as a reader who keeps a session open: no chapter may leave the
-  session unusable for the next.
+  into one interpreter under avx2-2-threads, as a reader who keeps a session open: no
+  chapter may leave the session unusable for the next, and each block must print what
+  its page shows.
 
 A failure names the page, the block, the configuration and the first line that differs.
 """
@@ -59,6 +61,10 @@ LOADS_AT_ONCE = 16
 PAGE_TIMEOUT = 1800  # seconds: the slowest page, training included, with every retry
 # the page runs here: `make test` runs the machine as it is
 READER_CONFIGURATIONS = [name for name in CONFIGURATIONS if name != "as-is"]
+# the one-session run: these parts' chapters, in nav order, under this configuration; it
+# is their run under it, and their notebooks run under the other one only
+SESSION_PARTS = {"bert", "training", "gpt2"}
+SESSION_CONFIGURATION = "avx2-2-threads"
 
 # Runs the blocks given as JSON in a fresh module named __main__, as pasted into Python,
 # and writes what each printed, or the traceback of the first that raised.
@@ -141,8 +147,11 @@ def shown_blocks(site: Path, page: Path) -> list[dict]:
     """The python blocks of `page` in the built site, each with its output and where it is."""
     parser = CodeBlocks()
     parser.feed((site / site_path(page) / "index.html").read_text(encoding="utf-8"))
+    sources = parse(page).cells if page.suffix == ".md" else []
     for number, block in enumerate(parser.blocks, start=1):
         block["where"] = f"{site_path(page)}, python block {number}"
+        if len(sources) == len(parser.blocks):  # else the test of the shown code fails
+            block["where"] = f"{sources[number - 1].where} ({block['where']})"
     return parser.blocks
 
 
@@ -298,29 +307,45 @@ def loads_with_no_hf_variable(built_site, tmp_path_factory):
 # ---------------------------------------------------------------- sequence
 
 
+def session_chapters() -> list[Path]:
+    return [p for p in site_pages() if p.suffix == ".md" and p.parent.name in SESSION_PARTS]
+
+
 def test_chapters_pasted_one_after_another_into_one_session(built_site, tmp_path):
-    """Part I, the training part and Part III in one interpreter, in nav order. Offline
+    """Part I, the training part and Part III in one interpreter, in nav order, under
+    SESSION_CONFIGURATION: every block prints what its page shows. Offline
     (HF_HUB_OFFLINE=1): what is tested here is the session the chapters leave behind."""
-    parts = {"bert", "training", "gpt2"}
-    chapters = [p for p in site_pages() if p.suffix == ".md" and p.parent.name in parts]
-    blocks = [block for page in chapters for block in shown_blocks(built_site, page)]
-    results = paste(blocks, tmp_path / "session", reader_environment(HF_HUB_OFFLINE="1"))
-    problems = failures(blocks, results)
+    blocks = [block for page in session_chapters() for block in shown_blocks(built_site, page)]
+    environment = reader_environment(HF_HUB_OFFLINE="1", **CONFIGURATIONS[SESSION_CONFIGURATION])
+    results = paste(blocks, tmp_path / "session", environment)
+    under = f"under {describe(SESSION_CONFIGURATION)}, pasted after the chapters before it"
+    problems = [f"{problem}\n({under})" for problem in failures(blocks, results)]
     assert not problems, "\n\n".join(problems)
 
 
 # ---------------------------------------------------------------- notebooks
 
 
+def notebook_name(page: Path) -> str:
+    """A page's notebook, as a path in the built site."""
+    return lab_notebook_path(page.stem) if page.suffix == ".py" else notebook_path(page)
+
+
 def downloaded_notebooks(site: Path) -> dict[str, Path]:
     """Every notebook the built site offers for download, the slowest page's first (by its
     time in the last `make test`, tools/timings.py): name -> file."""
     seconds = timings.seconds_by_page()
-    found = {}
-    for page in sorted(site_pages(), key=lambda page: -seconds.get(page, 0)):
-        relative = lab_notebook_path(page.stem) if page.suffix == ".py" else notebook_path(page)
-        found[relative] = site / relative
-    return found
+    pages = sorted(site_pages(), key=lambda page: -seconds.get(page, 0))
+    return {notebook_name(page): site / notebook_name(page) for page in pages}
+
+
+def notebook_configurations() -> list[tuple[str, str]]:
+    """(notebook, configuration) for each run of a notebook here: every configuration
+    but the machine as it is, and but SESSION_CONFIGURATION for the session's chapters."""
+    in_session = set(session_chapters())
+    return [(notebook_name(page), configuration) for page in site_pages()
+            for configuration in READER_CONFIGURATIONS
+            if not (page in in_session and configuration == SESSION_CONFIGURATION)]  # fmt: skip
 
 
 def set_up_cell(notebook) -> str:
@@ -431,8 +456,8 @@ def run_notebook(name: str, path: Path, environment: Path, work: Path, configura
 
 @pytest.fixture(scope="session")
 def notebook_runs(built_site, tmp_path_factory):
-    """Every downloaded notebook under each configuration but the machine as it is, in a
-    fresh environment per set of pins: (name, configuration) -> problems."""
+    """Every downloaded notebook under the configurations of notebook_configurations(), in
+    a fresh environment per set of pins: (name, configuration) -> problems."""
     notebooks = downloaded_notebooks(built_site)
     groups: dict[str, list[str]] = {}
     for name, path in notebooks.items():
@@ -449,13 +474,16 @@ def notebook_runs(built_site, tmp_path_factory):
         work.mkdir()
         return run_notebook(name, notebooks[name], environments[name], work, configuration)
 
-    # two at a time, on two cores: one configuration runs one thread, the other two. The
-    # slowest notebooks start first, so that none starts last while the other slot sits idle
+    # two at a time, on two cores: compatible-1-thread runs one thread, avx2-2-threads two.
+    # The slowest notebooks start first, so that none starts last while the other slot
+    # sits idle
+    wanted = set(notebook_configurations())
     with ThreadPoolExecutor(2) as pool:
         runs = {
             (name, configuration): pool.submit(run, name, configuration)
             for name in notebooks
             for configuration in READER_CONFIGURATIONS
+            if (name, configuration) in wanted
         }
         return {key: run.result() for key, run in runs.items()}
 
@@ -471,11 +499,7 @@ def test_the_notebooks_have_a_set_up_cell_and_link_the_published_site(built_site
             assert site_url in notebook.cells[0].source, name
 
 
-@pytest.mark.parametrize("configuration", READER_CONFIGURATIONS)
-@pytest.mark.parametrize(
-    "name",
-    [lab_notebook_path(p.stem) if p.suffix == ".py" else notebook_path(p) for p in site_pages()],
-)
+@pytest.mark.parametrize(("name", "configuration"), notebook_configurations())
 def test_a_downloaded_notebook_runs_in_a_fresh_environment(notebook_runs, name, configuration):
     problems = notebook_runs[name, configuration]
     assert not problems, "\n\n".join(problems)
