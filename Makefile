@@ -55,11 +55,13 @@ setup: $(INSTALLED)
 
 # torch first, on its own, so that pip takes the local CPU wheel and never the CUDA build
 # (uv does not look where the wheel lies); then uv installs the rest, pinned by the same
-# constraints, in a fraction of pip's time
+# constraints, in a fraction of pip's time; compiled to bytecode at install, as pip does,
+# not by whichever process imports a module first
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --constraint constraints.txt torch==2.13.0 uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --constraint constraints.txt --editable .
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
+	  --constraint constraints.txt --editable .
 	touch $@
 
 # a new chapter: the page from the template, its nav entry, a failing test stub
