@@ -147,11 +147,8 @@ def shown_blocks(site: Path, page: Path) -> list[dict]:
     """The python blocks of `page` in the built site, each with its output and where it is."""
     parser = CodeBlocks()
     parser.feed((site / site_path(page) / "index.html").read_text(encoding="utf-8"))
-    sources = parse(page).cells if page.suffix == ".md" else []
     for number, block in enumerate(parser.blocks, start=1):
         block["where"] = f"{site_path(page)}, python block {number}"
-        if len(sources) == len(parser.blocks):  # else the test of the shown code fails
-            block["where"] = f"{sources[number - 1].where} ({block['where']})"
     return parser.blocks
 
 
@@ -311,11 +308,23 @@ def session_chapters() -> list[Path]:
     return [p for p in site_pages() if p.suffix == ".md" and p.parent.name in SESSION_PARTS]
 
 
+def session_blocks(site: Path) -> list[dict]:
+    """The session chapters' blocks as the site shows them, each also named by its line on
+    its page (the two lists match, or the test of the shown code fails)."""
+    blocks = []
+    for page in session_chapters():
+        shown = shown_blocks(site, page)
+        for block, source in zip(shown, parse(page).cells, strict=False):
+            block["where"] = f"{source.where} ({block['where']})"
+        blocks += shown
+    return blocks
+
+
 def test_chapters_pasted_one_after_another_into_one_session(built_site, tmp_path):
     """Part I, the training part and Part III in one interpreter, in nav order, under
     SESSION_CONFIGURATION: every block prints what its page shows. Offline
     (HF_HUB_OFFLINE=1): what is tested here is the session the chapters leave behind."""
-    blocks = [block for page in session_chapters() for block in shown_blocks(built_site, page)]
+    blocks = session_blocks(built_site)
     environment = reader_environment(HF_HUB_OFFLINE="1", **CONFIGURATIONS[SESSION_CONFIGURATION])
     results = paste(blocks, tmp_path / "session", environment)
     under = f"under {describe(SESSION_CONFIGURATION)}, pasted after the chapters before it"
