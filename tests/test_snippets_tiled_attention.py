@@ -1,0 +1,120 @@
+"""The online softmax and tiled attention (snippets/tiled_attention.py) against torch's
+softmax and F.scaled_dot_product_attention, on inputs no page shows.
+
+Block and tile sizes that divide the length and that do not, scores large enough that
+exp overflows float32 without the running maximum, -inf scores, causal and padding masks,
+rows that may see no key, cross-attention (T != S), and GPT-2 124M's and BERT base's
+attention at their real sizes. float32; each tolerance at least 10× the largest
+difference measured under the three numeric configurations (tools/numerics.py).
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from snippets.tiled_attention import online_softmax, tiled_attention
+
+pytestmark = pytest.mark.usefixtures("no_grad")
+
+SOFTMAX_ATOL = 1e-6  # probabilities up to 1, float32 steps of 6e-8 there
+ATTENTION_ATOL = 1e-5  # outputs are averages of values of size about 1 to 4
+
+
+def qkv(shape, seed, kv_length=None):
+    generator = torch.Generator().manual_seed(seed)
+    B, H, T, D = shape
+    S = kv_length or T
+    q = torch.randn(B, H, T, D, generator=generator)
+    k, v = (torch.randn(B, H, S, D, generator=generator) for _ in range(2))
+    return q, k, v
+
+
+@pytest.mark.parametrize("block_size", [1, 7, 64, 1000])
+@pytest.mark.parametrize("scale", [1.0, 200.0])  # 200: exp(score) overflows float32
+def test_online_softmax_equals_torchs(prove, block_size, scale):
+    generator = torch.Generator().manual_seed(block_size)
+    scores = torch.randn(4, 3, 250, generator=generator) * scale
+    scores[0, 0, 10:] = -math.inf  # a row that sees only its first 10 columns
+    if scale > 1:
+        assert torch.isinf(scores.exp()).any()  # the naive exp would overflow
+    prove(
+        f"online softmax, blocks of {block_size}",
+        "`torch.softmax`",
+        f"random scores ×{scale:g}, (4, 3, 250), -inf entries",
+        online_softmax(scores, block_size),
+        scores.softmax(dim=-1),
+        SOFTMAX_ATOL,
+    )
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(("length", "tile"), [(1, 16), (64, 16), (100, 32), (257, 64)])
+def test_tiled_attention_equals_sdpa(prove, causal, length, tile):
+    q, k, v = qkv((3, 4, length, 16), seed=length)
+    prove(
+        f"tiled attention, tiles of {tile}" + (", causal" if causal else ""),
+        "`F.scaled_dot_product_attention`",
+        f"random q, k, v, (3, 4, {length}, 16)",
+        tiled_attention(q, k, v, causal=causal, tile=tile),
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+        ATTENTION_ATOL,
+    )
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_tiled_attention_with_padding_equals_sdpa(prove, causal):
+    q, k, v = qkv((3, 2, 90, 32), seed=7)
+    lengths = torch.tensor([90, 41, 1])  # real tokens per row, then padding
+    padding = torch.arange(90)[None, :] >= lengths[:, None]  # (B, S): True at padding
+    allowed = ~padding[:, None, None, :]  # (B, 1, 1, S)
+    if causal:
+        allowed = allowed & torch.ones(90, 90, dtype=torch.bool).tril()
+    prove(
+        "tiled attention, tiles of 32, padding" + (", causal" if causal else ""),
+        "`F.scaled_dot_product_attention`",
+        "random q, k, v, (3, 2, 90, 32), rows of 90, 41 and 1 real tokens",
+        tiled_attention(q, k, v, causal=causal, key_padding=padding, tile=32),
+        F.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
+        ATTENTION_ATOL,
+    )
+
+
+def test_a_query_that_sees_no_key_gets_zeros_as_in_sdpa():
+    q, k, v = qkv((2, 2, 40, 8), seed=3)
+    padding = torch.zeros(2, 40, dtype=torch.bool)
+    padding[0] = True  # row 0: every key is padding
+    ours = tiled_attention(q, k, v, key_padding=padding, tile=16)
+    theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=~padding[:, None, None, :])
+    assert not ours.isnan().any()
+    assert torch.equal(ours[0], torch.zeros_like(ours[0])) and torch.equal(ours[0], theirs[0])
+
+
+def test_cross_attention_equals_sdpa(prove):
+    q, k, v = qkv((2, 4, 30, 16), seed=11, kv_length=75)  # 30 queries read 75 keys
+    prove(
+        "tiled attention, tiles of 16, T ≠ S",
+        "`F.scaled_dot_product_attention`",
+        "random q (2, 4, 30, 16), k and v (2, 4, 75, 16)",
+        tiled_attention(q, k, v, tile=16),
+        F.scaled_dot_product_attention(q, k, v),
+        ATTENTION_ATOL,
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "shape", "causal"),
+    [("GPT-2 124M", (1, 12, 1024, 64), True), ("BERT base", (2, 12, 512, 64), False)],
+    ids=["gpt2-124m", "bert-base"],
+)
+def test_tiled_attention_at_real_sizes(prove, model, shape, causal):
+    q, k, v = qkv(shape, seed=shape[2])
+    prove(
+        "tiled attention, tiles of 128" + (", causal" if causal else ""),
+        "`F.scaled_dot_product_attention`",
+        f"random q, k, v, {tuple(shape)}: {model}'s attention, its full context",
+        tiled_attention(q, k, v, causal=causal),
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+        ATTENTION_ATOL,
+    )
