@@ -1,8 +1,9 @@
 """Attention without the T×T matrix: the online softmax, then attention one tile at a time
 (FlashAttention's algorithm, on the CPU).
 
-docs/attention/tiled.md includes the sections marked below; tests/test_attention_tiled.py
-proves them equal to torch's softmax and to F.scaled_dot_product_attention.
+Part IV's chapter on it will include the sections marked below;
+tests/test_snippets_tiled_attention.py proves them equal to torch's softmax and to
+F.scaled_dot_product_attention.
 """
 
 import math
