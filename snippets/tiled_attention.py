@@ -75,3 +75,28 @@ def tiled_attention(q, k, v, causal=False, key_padding=None, tile=128):
 
 
 # --8<-- [end:tiled]
+
+
+# --8<-- [start:peak_memory]
+def naive_attention(q, k, v):
+    """softmax(q kᵀ / √D) v with the whole (T, S) matrix of scores, then of weights."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, S)
+    return scores.softmax(dim=-1) @ v  # (B, H, T, D)
+
+
+def peak_tensor_bytes(run):
+    """The most bytes of tensors that `run()` held alive at once, as torch's profiler
+    counts them: each operation's allocations when it runs, each free when it happens."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as recorded:
+        run()
+    changes = sorted((e.time_range.start, e.self_cpu_memory_usage) for e in recorded.events())
+    alive = peak = 0
+    for _, change in changes:
+        alive += change
+        peak = max(peak, alive)
+    return peak
+
+
+# --8<-- [end:peak_memory]

@@ -14,7 +14,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from snippets.tiled_attention import online_softmax, tiled_attention
+from snippets.tiled_attention import (
+    naive_attention,
+    online_softmax,
+    peak_tensor_bytes,
+    tiled_attention,
+)
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
@@ -117,4 +122,27 @@ def test_tiled_attention_at_real_sizes(prove, model, shape, causal):
         tiled_attention(q, k, v, causal=causal),
         F.scaled_dot_product_attention(q, k, v, is_causal=causal),
         ATTENTION_ATOL,
+    )
+
+
+def test_the_meter_counts_what_is_alive_at_once():
+    def run():
+        a = torch.ones(1000)  # 4,000 bytes
+        b = torch.ones(2000)  # 8,000 more: 12,000 alive
+        del a, b
+        torch.ones(500)  # 2,000, after the others are gone
+
+    assert peak_tensor_bytes(run) == 12_000
+
+
+def test_naive_attention_holds_the_matrix_and_tiled_attention_does_not():
+    T, tile = 1024, 128
+    q, k, v = qkv((1, 1, T, 64), seed=0)
+    matrix = T * T * 4  # float32 scores: 4 MiB
+    output = T * 64 * 4
+    assert peak_tensor_bytes(lambda: naive_attention(q, k, v)) >= 2 * matrix
+    tiled = peak_tensor_bytes(lambda: tiled_attention(q, k, v, tile=tile))
+    assert output <= tiled <= output + 16 * tile * max(tile, 64) * 4  # a few tiles' worth
+    assert torch.allclose(
+        naive_attention(q, k, v), F.scaled_dot_product_attention(q, k, v), atol=1e-5
     )
