@@ -63,7 +63,7 @@ PAGE_TIMEOUT = 1800  # seconds: the slowest page, training included, with every 
 READER_CONFIGURATIONS = [name for name in CONFIGURATIONS if name != "as-is"]
 # the one-session run: these parts' chapters, in nav order, under this configuration; it
 # is their run under it, and their notebooks run under the other one only
-SESSION_PARTS = {"bert", "training", "gpt2"}
+SESSION_PARTS = {"bert", "training", "gpt2", "efficient"}
 SESSION_CONFIGURATION = "avx2-2-threads"
 
 # Runs the blocks given as JSON in a fresh module named __main__, as pasted into Python,

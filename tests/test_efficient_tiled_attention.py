@@ -146,3 +146,43 @@ def test_naive_attention_holds_the_matrix_and_tiled_attention_does_not():
     assert torch.allclose(
         naive_attention(q, k, v), F.scaled_dot_product_attention(q, k, v), atol=1e-5
     )
+
+
+def operation_names(run):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as recorded:
+        run()
+    return [event.name for event in recorded.events()]
+
+
+def test_sdpa_on_the_cpu_runs_a_fused_kernel_that_never_holds_the_matrix():
+    """The page: PyTorch runs SDPA on the CPU with a fused kernel, named in the profiler,
+    and its memory is that of the output and its buffers, not of a (T, T) matrix."""
+    T = 2048
+    q, k, v = qkv((1, 1, T, 64), seed=1)
+    run = lambda: F.scaled_dot_product_attention(q, k, v)  # noqa: E731
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in operation_names(run)
+    assert peak_tensor_bytes(run) < T * T * 4 / 4
+
+
+def test_causal_tiles_right_of_the_diagonal_are_skipped():
+    """The page: at T = 1024 in tiles of 256, a causal pass computes 10 of the 16 tiles,
+    two products each (q kᵀ, then the weights times v)."""
+    q, k, v = qkv((1, 1, 1024, 8), seed=2)
+    names = operation_names(lambda: tiled_attention(q, k, v, causal=True, tile=256))
+    assert names.count("aten::matmul") == 2 * 10
+    names = operation_names(lambda: tiled_attention(q, k, v, tile=256))
+    assert names.count("aten::matmul") == 2 * 16
+
+
+def test_a_padding_mask_given_as_sdpas_mask_silently_attends_to_the_padding():
+    """The page's warning: True means "may attend" to SDPA, "padding" to key_padding. Passed
+    as it is, the padding mask raises nothing and attends to the padding only."""
+    q, k, v = qkv((2, 2, 50, 16), seed=5)
+    padding = torch.arange(50)[None, :] >= torch.tensor([30, 20])[:, None]  # (B, S)
+    wrong = F.scaled_dot_product_attention(q, k, v, attn_mask=padding[:, None, None, :])
+    right = tiled_attention(q, k, v, key_padding=padding, tile=16)
+    padding_only = tiled_attention(q, k, v, key_padding=~padding, tile=16)
+    assert not torch.allclose(wrong, right, atol=ATTENTION_ATOL)
+    assert torch.allclose(wrong, padding_only, atol=ATTENTION_ATOL)

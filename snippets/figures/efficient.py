@@ -1,0 +1,124 @@
+"""Figures of Part IV, running and adapting cheaply (docs/efficient/)."""
+
+import inspect
+
+import matplotlib.pyplot as plt
+import matplotlib.ticker as ticker
+import numpy as np
+
+from snippets import tiled_attention
+from snippets.book import computed_once
+from snippets.figures import figure
+from snippets.figures.gpt2 import median_seconds
+
+# --8<-- [start:attention_cost]
+LENGTHS = (512, 1024, 2048, 4096, 8192)  # queries and keys: T = S
+SWEEP_LENGTH = 2048
+TILES = (64, 128, 256, 512, 1024, 2048)  # 2048: one tile holds the whole matrix
+
+
+def measure_attention_cost(naive, tiled, peak_bytes):
+    """One head of D = 64 at each length T, three ways: `naive`, `tiled` (by hand) and
+    F.scaled_dot_product_attention. For each, the most bytes of tensors alive at once
+    by `peak_bytes`, and the median seconds of 3 runs after an untimed one. Then the
+    tiled version's seconds at T = SWEEP_LENGTH for each tile size."""
+    import torch
+    import torch.nn.functional as F
+
+    ways = {"naive": naive, "tiled": tiled, "sdpa": F.scaled_dot_product_attention}
+    measured = {"threads": torch.get_num_threads(), "lengths": list(LENGTHS),
+                "tiles": list(TILES), "sweep_length": SWEEP_LENGTH,
+                "peak_bytes": {way: [] for way in ways},
+                "seconds": {way: [] for way in ways}}  # fmt: skip
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for T in LENGTHS:
+            q, k, v = (torch.randn(1, 1, T, 64, generator=generator) for _ in range(3))
+            for way, attend in ways.items():
+                run = lambda: attend(q, k, v)  # noqa: B023, E731
+                measured["peak_bytes"][way].append(peak_bytes(run))
+                measured["seconds"][way].append(median_seconds(run, repeats=3))
+        q, k, v = (torch.randn(1, 1, SWEEP_LENGTH, 64, generator=generator) for _ in range(3))
+        measured["tile_seconds"] = [
+            median_seconds(lambda: tiled(q, k, v, tile=tile), repeats=3)  # noqa: B023
+            for tile in TILES
+        ]
+    return measured
+
+
+# --8<-- [end:attention_cost]
+
+
+def attention_cost() -> dict:
+    """The measurement, taken once per version of the code that takes it and of the
+    attention it times; the figure is drawn from the kept file."""
+    sources = [inspect.getsource(median_seconds), inspect.getsource(measure_attention_cost),
+               inspect.getsource(tiled_attention),
+               repr((LENGTHS, SWEEP_LENGTH, TILES))]  # fmt: skip
+    by_hand = (tiled_attention.naive_attention, tiled_attention.tiled_attention,
+               tiled_attention.peak_tensor_bytes)  # fmt: skip
+    return computed_once("attention-cost", [s.encode() for s in sources],
+                         lambda: measure_attention_cost(*by_hand))  # fmt: skip
+
+
+WAYS = {  # how each way is drawn: label, colour, line style
+    "naive": ("naive: the whole (T, T) matrix", "#e65100", "-"),
+    "tiled": ("tiled by hand, tiles of 256", "#3f51b5", "-"),
+    "sdpa": ("F.scaled_dot_product_attention", "#00897b", "--"),
+}
+
+
+@figure("attention-cost.svg", inputs=("snippets/tiled_attention.py",))
+def attention_cost_figure():
+    measured = attention_cost()
+    lengths = np.array(measured["lengths"])
+    fig, (memory, speed, sweep) = plt.subplots(1, 3, figsize=(10.5, 3.9))
+    for way, (label, colour, style) in WAYS.items():
+        mib = np.array(measured["peak_bytes"][way]) / 2**20
+        memory.plot(lengths, mib, marker="o", ms=4, color=colour, ls=style, label=label)
+        below = way != "tiled"  # the tiled and SDPA curves nearly meet: SDPA's label under
+        memory.annotate(f"{mib[-1]:,.1f} MiB", (lengths[-1], mib[-1]), fontsize=8,
+                        textcoords="offset points", xytext=(-6, -7 if below else 4),
+                        ha="right", va="top" if below else "bottom",
+                        color=colour)  # fmt: skip
+        per_score = 1e9 * np.array(measured["seconds"][way]) / lengths**2
+        speed.plot(lengths, per_score, marker="o", ms=4, color=colour, ls=style)
+    matrix_mib = lengths**2 * 4 / 2**20
+    memory.plot(lengths, matrix_mib, color="#999999", lw=0.8, ls=":",
+                label="one (T, T) float32 matrix")  # fmt: skip
+    memory.plot(lengths, lengths * 64 * 4 / 2**20, color="#999999", lw=0.8, ls="-.",
+                label="the output, (T, D)")  # fmt: skip
+    memory.set_yscale("log")
+    memory.set_ylabel("most MiB of tensors alive at once")
+    memory.set_title("(a) memory", fontsize=9.5)
+    memory.legend(frameon=False, fontsize=7.5, loc="upper left")
+    speed.set_ylim(bottom=0)
+    speed.set_ylabel("nanoseconds per score (time / T²)")
+    speed.set_title("(b) time, per entry of the (T, T) matrix", fontsize=9.5)
+    for ax in (memory, speed):
+        ax.set_xscale("log", base=2)
+        ticks = [f"{T}\n{mib:g} MiB" for T, mib in zip(lengths, matrix_mib, strict=True)]
+        ax.set_xticks(lengths, ticks, fontsize=8)
+        ax.set_xlabel("T (queries = keys); one (T, T) matrix", fontsize=8.5)
+    tiles = np.array(measured["tiles"])
+    ms = 1000 * np.array(measured["tile_seconds"])
+    sweep.plot(tiles, ms, marker="o", ms=4, color=WAYS["tiled"][1])
+    for tile, milliseconds in zip(tiles, ms, strict=True):
+        count = (measured["sweep_length"] // tile) ** 2
+        sweep.annotate(f"{count:,} tile{'s' if count > 1 else ''}", (tile, milliseconds),
+                       fontsize=7.5, textcoords="offset points", xytext=(0, 7),
+                       ha="center")  # fmt: skip
+    sweep.set_xscale("log", base=2)
+    sweep.set_yscale("log")
+    sweep.set_xticks(tiles, [str(t) for t in tiles], fontsize=8)
+    sweep.set_xlabel("tile size", fontsize=8.5)
+    sweep.set_ylabel("milliseconds")
+    sweep.set_title(f"(c) tiled by hand at T = {measured['sweep_length']}", fontsize=9.5)
+    sweep.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+    sweep.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    sweep.yaxis.set_minor_formatter(ticker.NullFormatter())
+    sweep.margins(x=0.12, y=0.15)
+    fig.suptitle(f"one head, D = 64, float32, CPU, {measured['threads']} threads; "
+                 "medians of 3 runs", fontsize=9.5)  # fmt: skip
+    fig.tight_layout()
+    return fig
