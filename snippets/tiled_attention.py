@@ -21,9 +21,11 @@ def online_softmax(scores, block_size):
     for start in range(0, scores.size(-1), block_size):
         block = scores[..., start : start + block_size]  # (..., block)
         new_max = torch.maximum(running_max, block.amax(dim=-1))  # (...,)
+        # a row that has seen only -inf so far: subtract 0, as -inf - (-inf) is NaN
+        shift = torch.where(new_max == -math.inf, 0.0, new_max)  # (...,)
         # the sum so far was taken against the old maximum: rescale it to the new one
-        running_sum = running_sum * torch.exp(running_max - new_max)
-        running_sum = running_sum + torch.exp(block - new_max[..., None]).sum(dim=-1)
+        running_sum = running_sum * torch.exp(running_max - shift)
+        running_sum = running_sum + torch.exp(block - shift[..., None]).sum(dim=-1)
         running_max = new_max
     # a second pass only to write the probabilities out; attention never needs them
     return torch.exp(scores - running_max[..., None]) / running_sum[..., None]
@@ -34,43 +36,50 @@ def online_softmax(scores, block_size):
 
 # --8<-- [start:tiled]
 def tiled_attention(q, k, v, causal=False, key_padding=None, tile=256):
-    """softmax(q kᵀ / √D) v for q (B, H, T, D), k and v (B, H, S, D), one (tile × tile)
-    block of scores at a time: the (T, S) matrix of scores is never built.
+    """softmax(q kᵀ / √D) v for q (B, H, T, D), k and v (B, H, S, D), in float32 or
+    float64, one (tile × tile) block of scores at a time: the (T, S) matrix of scores
+    is never built.
 
     causal: query t sees keys 0..t (T == S). key_padding: (B, S) bool, True at padding.
     A query that may see no key gets a zero output, as F.scaled_dot_product_attention.
     """
     T, D = q.shape[-2:]  # q: (B, H, T, D)
     S = k.size(2)
+    assert not causal or T == S, "causal: as many queries as keys"
     out = torch.zeros_like(q)  # (B, H, T, D)
     for t0 in range(0, T, tile):
         q_tile = q[:, :, t0 : t0 + tile] / math.sqrt(D)  # (B, H, tq, D)
-        rows = torch.arange(t0, t0 + q_tile.size(2))  # (tq,): these queries' positions
-        best = torch.full(q_tile.shape[:-1], -math.inf)  # (B, H, tq): largest score so far
+        tq = q_tile.size(2)
+        best = torch.full(q_tile.shape[:-1], -math.inf)  # (B, H, tq): largest score
         total = torch.zeros(q_tile.shape[:-1])  # (B, H, tq): sum of exp(score - best)
-        acc = torch.zeros_like(q_tile)  # (B, H, tq, D): sum of exp(score - best) · value
+        acc = torch.zeros_like(q_tile)  # (B, H, tq, D): sum of exp(score - best) · v
         # causal: the tiles right of the diagonal hold no key these queries may see
-        stop = min(S, t0 + q_tile.size(2)) if causal else S
+        stop = min(S, t0 + tq) if causal else S
         for s0 in range(0, stop, tile):
-            k_tile, v_tile = k[:, :, s0 : s0 + tile], v[:, :, s0 : s0 + tile]  # (B, H, ts, D)
+            k_tile = k[:, :, s0 : s0 + tile]  # (B, H, ts, D)
+            v_tile = v[:, :, s0 : s0 + tile]  # (B, H, ts, D)
             scores = q_tile @ k_tile.transpose(-2, -1)  # (B, H, tq, ts): this tile only
-            cols = torch.arange(s0, s0 + k_tile.size(2))  # (ts,)
-            hidden = torch.zeros(scores.shape[-2:], dtype=torch.bool)  # (tq, ts)
-            if causal:
-                hidden = cols[None, :] > rows[:, None]
+            ts = k_tile.size(2)
+            hidden = None  # where the scores are hidden: only diagonal tiles and padding
+            if causal and s0 + ts - 1 > t0:  # a key of this tile lies after a query
+                cols, rows = torch.arange(s0, s0 + ts), torch.arange(t0, t0 + tq)
+                hidden = cols[None, :] > rows[:, None]  # (tq, ts)
             if key_padding is not None:
-                hidden = hidden | key_padding[:, None, None, s0 : s0 + tile]  # (B, 1, tq, ts)
-            scores = scores.masked_fill(hidden, -math.inf)
+                padded = key_padding[:, None, None, s0 : s0 + tile]  # (B, 1, 1, ts)
+                hidden = padded if hidden is None else hidden | padded
+            if hidden is not None:
+                scores = scores.masked_fill(hidden, -math.inf)
             new_best = torch.maximum(best, scores.amax(dim=-1))  # (B, H, tq)
-            # a row with no key seen yet has best -inf: subtract 0 there, not -inf (NaN)
+            # a row with no key seen yet has best -inf: subtract 0, not -inf (NaN)
             shift = torch.where(new_best == -math.inf, 0.0, new_best)
-            weights = torch.exp(scores - shift[..., None])  # (B, H, tq, ts), 0 where hidden
-            rescale = torch.exp(best - shift)  # (B, H, tq): the old sums, to the new maximum
+            weights = torch.exp(scores - shift[..., None])  # (B, H, tq, ts); 0 if hidden
+            rescale = torch.exp(best - shift)  # (B, H, tq): old sums to the new maximum
             total = total * rescale + weights.sum(dim=-1)
             acc = acc * rescale[..., None] + weights @ v_tile
             best = new_best
         # a row that saw no key has total 0 and acc 0: its output stays 0
-        out[:, :, t0 : t0 + tile] = acc / total.clamp(min=torch.finfo(total.dtype).tiny)[..., None]
+        tiny = torch.finfo(total.dtype).tiny
+        out[:, :, t0 : t0 + tile] = acc / total.clamp(min=tiny)[..., None]
     return out
 
 
@@ -95,8 +104,8 @@ def peak_tensor_bytes(run):
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as recorded:
         run()
-    # the raw events: recorded.events() builds a tree of every operation first, and
-    # takes 45 times as long on tiled attention's thousands of small operations
+    # the raw events (a private attribute): recorded.events() first builds a tree of
+    # every operation, which is slow on tiled attention's thousands of small ones
     changes = sorted(
         (event.start_ns(), event.nbytes())
         for event in recorded.profiler.kineto_results.events()

@@ -148,12 +148,25 @@ def test_naive_attention_holds_the_matrix_and_tiled_attention_does_not():
     )
 
 
-def operation_names(run):
+def operation_names(run, outermost=False):
+    """The operations `run()` calls, as the profiler names them; `outermost`: only those
+    called from Python, not those that other operations call."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as recorded:
         run()
-    return [event.name for event in recorded.events()]
+    events = recorded.events()
+    return [e.name for e in events if not outermost or e.cpu_parent is None]
+
+
+def test_each_tile_runs_20_operations_from_python():
+    """The page: without a mask, each tile of keys costs 20 PyTorch operations."""
+    counts = []
+    for key_tiles in (1, 2, 3):
+        q, k, v = qkv((1, 1, 64, 8), seed=4, kv_length=64 * key_tiles)
+        run = lambda: tiled_attention(q, k, v, tile=64)  # noqa: B023, E731
+        counts.append(len(operation_names(run, outermost=True)))
+    assert counts[2] - counts[1] == counts[1] - counts[0] == 20
 
 
 def test_sdpa_on_the_cpu_runs_a_fused_kernel_that_never_holds_the_matrix():
@@ -166,23 +179,72 @@ def test_sdpa_on_the_cpu_runs_a_fused_kernel_that_never_holds_the_matrix():
     assert peak_tensor_bytes(run) < T * T * 4 / 4
 
 
-def test_causal_tiles_right_of_the_diagonal_are_skipped():
+def test_causal_tiles_right_of_the_diagonal_are_skipped_and_only_the_diagonal_is_masked():
     """The page: at T = 1024 in tiles of 256, a causal pass computes 10 of the 16 tiles,
-    two products each (q kᵀ, then the weights times v)."""
+    two products each (q kᵀ, then the weights times v), and masks the 4 on the diagonal."""
     q, k, v = qkv((1, 1, 1024, 8), seed=2)
     names = operation_names(lambda: tiled_attention(q, k, v, causal=True, tile=256))
     assert names.count("aten::matmul") == 2 * 10
+    assert names.count("aten::masked_fill") == 4
     names = operation_names(lambda: tiled_attention(q, k, v, tile=256))
     assert names.count("aten::matmul") == 2 * 16
+    assert names.count("aten::masked_fill") == 0
 
 
-def test_a_padding_mask_given_as_sdpas_mask_silently_attends_to_the_padding():
-    """The page's warning: True means "may attend" to SDPA, "padding" to key_padding. Passed
-    as it is, the padding mask raises nothing and attends to the padding only."""
+def test_warning_three_mask_conventions_may_attend_real_token_padding():
+    """The page's warning. key_padding (True at padding) given as SDPA's boolean mask (True:
+    may attend) raises nothing and attends to the padding only; a Hugging Face mask (1 at
+    a real token) given as a float mask is added to the scores and hides nothing."""
     q, k, v = qkv((2, 2, 50, 16), seed=5)
     padding = torch.arange(50)[None, :] >= torch.tensor([30, 20])[:, None]  # (B, S)
-    wrong = F.scaled_dot_product_attention(q, k, v, attn_mask=padding[:, None, None, :])
     right = tiled_attention(q, k, v, key_padding=padding, tile=16)
+    as_bool = F.scaled_dot_product_attention(q, k, v, attn_mask=padding[:, None, None, :])
     padding_only = tiled_attention(q, k, v, key_padding=~padding, tile=16)
-    assert not torch.allclose(wrong, right, atol=ATTENTION_ATOL)
-    assert torch.allclose(wrong, padding_only, atol=ATTENTION_ATOL)
+    assert not torch.allclose(as_bool, right, atol=ATTENTION_ATOL)
+    assert torch.allclose(as_bool, padding_only, atol=ATTENTION_ATOL)
+
+    hf_mask = (~padding).long()[:, None, None, :]  # (B, 1, 1, S): 1 at a real token
+    as_float = F.scaled_dot_product_attention(q, k, v, attn_mask=hf_mask.float())
+    scores = q @ k.transpose(-2, -1) / math.sqrt(16) + hf_mask  # +1 on real tokens
+    weights = scores.softmax(dim=-1)
+    assert torch.allclose(as_float, weights @ v, atol=ATTENTION_ATOL)
+    assert (weights * padding[:, None, None, :]).sum(dim=-1).min() > 0.01  # padding seen
+    assert not torch.allclose(as_float, right, atol=ATTENTION_ATOL)
+
+
+def test_left_padding_a_first_block_that_hides_every_key(prove):
+    """Rows whose first block or tile is all -inf or padding, then real keys: the guard
+    keeps -inf - (-inf) out of the running sums."""
+    scores = torch.randn(2, 3, 40, generator=torch.Generator().manual_seed(9))
+    scores[0, 1, :10] = -math.inf
+    prove("online softmax, a first block of -inf", "`torch.softmax`",
+          "random scores (2, 3, 40), a row's first 10 -inf, blocks of 8",
+          online_softmax(scores, 8), scores.softmax(dim=-1), SOFTMAX_ATOL)  # fmt: skip
+    q, k, v = qkv((2, 2, 60, 16), seed=8)
+    padding = torch.zeros(2, 60, dtype=torch.bool)
+    padding[1, :25] = True  # left padding: the first tile of keys is all padding
+    prove("tiled attention, tiles of 16, left padding", "`F.scaled_dot_product_attention`",
+          "random q, k, v (2, 2, 60, 16), the second row's first 25 keys padding",
+          tiled_attention(q, k, v, key_padding=padding, tile=16),
+          F.scaled_dot_product_attention(q, k, v, attn_mask=~padding[:, None, None, :]),
+          ATTENTION_ATOL)  # fmt: skip
+
+
+def test_tiled_memory_grows_like_the_output():
+    """The page: without autograd, tiled attention holds its output and a few tiles, the
+    same few at every length."""
+    beyond_output = []
+    for T in (1024, 2048):
+        q, k, v = qkv((1, 1, T, 64), seed=T)
+        beyond_output.append(peak_tensor_bytes(lambda: tiled_attention(q, k, v)) - T * 64 * 4)  # noqa: B023
+    assert beyond_output[0] == beyond_output[1] < 2048 * 2048 * 4 / 8
+
+
+def test_with_autograd_the_tiles_are_kept_for_the_backward_pass():
+    """The page: with autograd on, every tile's weights are kept for the backward pass, so
+    the version by hand holds at least one whole (T, T) matrix's worth."""
+    T = 1024
+    q, k, v = (t.requires_grad_() for t in qkv((1, 1, T, 64), seed=3))
+    with torch.enable_grad():
+        kept = peak_tensor_bytes(lambda: tiled_attention(q, k, v))
+    assert kept >= T * T * 4

@@ -9,7 +9,6 @@ import numpy as np
 from snippets import tiled_attention
 from snippets.book import computed_once
 from snippets.figures import figure
-from snippets.figures.gpt2 import median_seconds
 
 # --8<-- [start:attention_cost]
 LENGTHS = (512, 1024, 2048, 4096, 8192)  # queries and keys: T = S
@@ -18,31 +17,40 @@ TILES = (64, 128, 256, 512, 1024, 2048)  # 2048: one tile holds the whole matrix
 
 
 def measure_attention_cost(naive, tiled, peak_bytes):
-    """One head of D = 64 at each length T, three ways: `naive`, `tiled` (by hand) and
-    F.scaled_dot_product_attention. For each, the most bytes of tensors alive at once
-    by `peak_bytes`, and the median seconds of 3 runs after an untimed one. Then the
-    tiled version's seconds at T = SWEEP_LENGTH for each tile size."""
+    """One head of D = 64 at each length T, without autograd, three ways: `naive`,
+    `tiled` (by hand) and F.scaled_dot_product_attention. For each, the most bytes of
+    tensors alive at once by `peak_bytes`, and the median time of runs repeated for at
+    least 0.2 s. Then the tiled version's time at T = SWEEP_LENGTH for each tile size."""
+    from functools import partial
+
     import torch
     import torch.nn.functional as F
+    from torch.utils.benchmark import Timer
+
+    def seconds(run):
+        timer = Timer("run()", globals={"run": run})
+        return timer.blocked_autorange(min_run_time=0.2).median
 
     ways = {"naive": naive, "tiled": tiled, "sdpa": F.scaled_dot_product_attention}
-    measured = {"threads": torch.get_num_threads(), "lengths": list(LENGTHS),
-                "tiles": list(TILES), "sweep_length": SWEEP_LENGTH,
-                "peak_bytes": {way: [] for way in ways},
-                "seconds": {way: [] for way in ways}}  # fmt: skip
+    measured = {
+        "threads": torch.get_num_threads(),
+        "lengths": list(LENGTHS),
+        "tiles": list(TILES),
+        "sweep_length": SWEEP_LENGTH,
+        "peak_bytes": {way: [] for way in ways},
+        "seconds": {way: [] for way in ways},
+    }
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for T in LENGTHS:
             q, k, v = (torch.randn(1, 1, T, 64, generator=generator) for _ in range(3))
             for way, attend in ways.items():
-                run = lambda: attend(q, k, v)  # noqa: B023, E731
+                run = partial(attend, q, k, v)
                 measured["peak_bytes"][way].append(peak_bytes(run))
-                measured["seconds"][way].append(median_seconds(run, repeats=3))
-        q, k, v = (torch.randn(1, 1, SWEEP_LENGTH, 64, generator=generator) for _ in range(3))
-        measured["tile_seconds"] = [
-            median_seconds(lambda: tiled(q, k, v, tile=tile), repeats=3)  # noqa: B023
-            for tile in TILES
-        ]
+                measured["seconds"][way].append(seconds(run))
+        T = SWEEP_LENGTH
+        q, k, v = (torch.randn(1, 1, T, 64, generator=generator) for _ in range(3))
+        measured["tile_seconds"] = [seconds(partial(tiled, q, k, v, tile=tile)) for tile in TILES]
     return measured
 
 
@@ -52,8 +60,7 @@ def measure_attention_cost(naive, tiled, peak_bytes):
 def attention_cost() -> dict:
     """The measurement, taken once per version of the code that takes it and of the
     attention it times; the figure is drawn from the kept file."""
-    sources = [inspect.getsource(median_seconds), inspect.getsource(measure_attention_cost),
-               inspect.getsource(tiled_attention),
+    sources = [inspect.getsource(measure_attention_cost), inspect.getsource(tiled_attention),
                repr((LENGTHS, SWEEP_LENGTH, TILES))]  # fmt: skip
     by_hand = (tiled_attention.naive_attention, tiled_attention.tiled_attention,
                tiled_attention.peak_tensor_bytes)  # fmt: skip
@@ -77,7 +84,7 @@ def attention_cost_figure():
         mib = np.array(measured["peak_bytes"][way]) / 2**20
         memory.plot(lengths, mib, marker="o", ms=4, color=colour, ls=style, label=label)
         below = way != "tiled"  # the tiled and SDPA curves nearly meet: SDPA's label under
-        memory.annotate(f"{mib[-1]:,.1f} MiB", (lengths[-1], mib[-1]), fontsize=8,
+        memory.annotate(f"{mib[-1]:.3g} MiB", (lengths[-1], mib[-1]), fontsize=8,
                         textcoords="offset points", xytext=(-6, -7 if below else 4),
                         ha="right", va="top" if below else "bottom",
                         color=colour)  # fmt: skip
@@ -118,7 +125,7 @@ def attention_cost_figure():
     sweep.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
     sweep.yaxis.set_minor_formatter(ticker.NullFormatter())
     sweep.margins(x=0.12, y=0.15)
-    fig.suptitle(f"one head, D = 64, float32, CPU, {measured['threads']} threads; "
-                 "medians of 3 runs", fontsize=9.5)  # fmt: skip
+    fig.suptitle(f"one head, D = 64, float32, CPU, {measured['threads']} threads, "
+                 "without autograd; median times", fontsize=9.5)  # fmt: skip
     fig.tight_layout()
     return fig
