@@ -65,8 +65,9 @@ def edge_cases(generator):
     random = torch.randn(8, 64, generator=generator)
     zeros = torch.zeros(8, 64)
     constant = torch.full((8, 64), -0.3)
-    # values on exact halves of the Q8_0 step: 127 · (k + 0.5) / 127.5
-    halves = (torch.arange(64.0) - 32 + 0.5).repeat(8, 1) * (1 / 32)
+    # a block whose largest |weight| is 127 has scale 1: the others fall on exact halves
+    block = torch.cat([torch.tensor([127.0]), torch.arange(-15, 16) + 0.5])  # (32,)
+    halves = block.repeat(8, 2)  # (8, 64)
     mixed = torch.cat([random[:4], zeros[:2], constant[:2]])
     tiny = random * 1e-6
     large = random * 1e4
