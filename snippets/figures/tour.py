@@ -41,6 +41,7 @@ BOXES = {
     "gpt2/smollm2.md": ("SmolLM2", "text"),
     "gpt2/looking-inside.md": ("Looking\ninside", "(L + 1, T, V)"),
     "efficient/tiled-attention.md": ("Tiled\nattention", "(B, H, T, D)"),
+    "efficient/quantization.md": ("Quanti-\nzation", "bytes (n, 20)"),
 }
 COLOURS = ["#3f51b5", "#6a1b9a", "#00897b", "#e65100", "#546e7a", "#ad1457"]
 
