@@ -2,8 +2,8 @@
 Q8_0 and Q4_1, read and written byte by byte.
 
 docs/efficient/quantization.md includes the sections marked below;
-tests/test_efficient_quantization.py proves them equal to torch.quantize_per_channel and
-to the gguf package's quantize and dequantize.
+tests/test_efficient_quantization.py proves them equal to
+torch.fake_quantize_per_channel_affine and to the gguf package's quantize and dequantize.
 """
 
 import torch
@@ -50,6 +50,7 @@ def dequantize_q8_0(raw, shape):
 # --8<-- [start:quantize_q8_0]
 def quantize_q8_0(weight):
     """weight (rows, cols), cols a multiple of 32 -> the Q8_0 bytes, uint8."""
+    assert weight.shape[-1] % 32 == 0, "blocks of 32 weights of one row"
     blocks = weight.float().reshape(-1, 32)  # (n_blocks, 32): along each row
     scale = blocks.abs().amax(dim=1, keepdim=True) / 127  # (n_blocks, 1), float32
     inverse = torch.where(scale == 0, 0.0, 1 / scale)
@@ -80,6 +81,7 @@ def dequantize_q4_1(raw, shape):
 # --8<-- [start:quantize_q4_1]
 def quantize_q4_1(weight):
     """weight (rows, cols), cols a multiple of 32 -> the Q4_1 bytes, uint8."""
+    assert weight.shape[-1] % 32 == 0, "blocks of 32 weights of one row"
     blocks = weight.float().reshape(-1, 32)  # (n_blocks, 32)
     low = blocks.amin(dim=1, keepdim=True)  # (n_blocks, 1)
     scale = (blocks.amax(dim=1, keepdim=True) - low) / 15  # 16 levels: 0 to 15

@@ -68,11 +68,18 @@ def edge_cases(generator):
     # a block whose largest |weight| is 127 has scale 1: the others fall on exact halves
     block = torch.cat([torch.tensor([127.0]), torch.arange(-15, 16) + 0.5])  # (32,)
     halves = block.repeat(8, 2)  # (8, 64)
+    # Q4_1: minimum 0 and maximum 15 give d = 1; then exact halves, and a value just
+    # under one half, which trunc(x + 0.5) takes up to 1 and round-half-away down to 0
+    q4_1 = torch.cat(
+        [torch.tensor([0.0, 15.0]), torch.arange(14) + 0.5, torch.full((16,), 0.49999997)]
+    )
+    halves_q4_1 = q4_1.repeat(8, 2)  # (8, 64)
     mixed = torch.cat([random[:4], zeros[:2], constant[:2]])
     tiny = random * 1e-6
     large = random * 1e4
     return [("random", random), ("zeros", zeros), ("constant", constant),
-            ("halves", halves), ("mixed", mixed), ("tiny", tiny), ("large", large)]  # fmt: skip
+            ("halves", halves), ("halves_q4_1", halves_q4_1), ("mixed", mixed),
+            ("tiny", tiny), ("large", large)]  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", ["Q8_0", "Q4_1"])
