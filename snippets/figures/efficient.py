@@ -342,8 +342,8 @@ def training_step_figure():
     ax.set_xlabel("seconds per training step")
     ax.margins(x=0.12)
     ax.legend(frameon=False, fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.22))
-    B, T = measured["shape"]
-    ax.set_title(f"MiniLM, one step on B = {B} sentences (T = {T}), CPU, "
+    N, T = measured["shape"]
+    ax.set_title(f"MiniLM, one step on N = {N} sentences (T = {T}), CPU, "
                  f"{measured['threads']} threads; median of {measured['steps']} steps",
                  fontsize=9.5)  # fmt: skip
     fig.tight_layout()
