@@ -102,7 +102,7 @@ class Passes:
 
 @pytest.mark.parametrize("n_layer", [1, 2, 3])
 def test_the_draft_is_the_targets_first_blocks_then_its_ln_f_and_head(
-    prove, target, drafts, prompts, n_layer
+    target, drafts, prompts, n_layer
 ):
     draft = drafts[n_layer]
     mine = draft.state_dict()
@@ -117,9 +117,6 @@ def test_the_draft_is_the_targets_first_blocks_then_its_ln_f_and_head(
     hidden = target(ids, output_hidden_states=True).hidden_states[n_layer]  # after L blocks
     exit_logits = target.lm_head(target.transformer.ln_f(hidden))
     assert torch.equal(draft(ids).logits, exit_logits)  # the same operations, in one order
-    prove(f"early-exit draft, {n_layer} of 4 blocks", "the target's hidden state after "
-          f"{n_layer} blocks, then its ln_f and head", "5 Tempest prompts of 24 tokens",
-          draft(ids).logits, exit_logits, LOGITS_ATOL)  # fmt: skip
 
 
 def test_greedy_by_hand_equals_generate(target, prompts, references):
@@ -315,3 +312,18 @@ def test_warning_dynamiccache_crop_takes_how_many_to_remove_as_a_negative_number
     cache.crop(-4)
     assert cache.get_seq_length() == 6
     assert all(layer.keys.shape[2] == 6 == layer.values.shape[2] for layer in cache.layers)
+
+
+def test_the_measurement_bears_out_the_pages_time_bullets():
+    """The page's claims about time, on the measurement its figure is drawn from (taken by
+    the build on this machine): every speculative loop slower than the target alone; the
+    target's pass on 9 new tokens far cheaper than 9 passes on one; the 3-block draft's
+    pass nearly as long as the target's."""
+    from snippets.figures.efficient import speculative_speed
+
+    measured = speculative_speed()
+    rates = [rate for by_k in measured["speculative"].values() for rate in by_k]
+    assert max(rates) < measured["greedy"], (rates, measured["greedy"])
+    one, nine = measured["target_pass"][0], measured["target_pass"][-1]
+    assert measured["call_tokens"][-1] == 9 and nine < 3 * one, (one, nine)
+    assert measured["draft_pass"]["3"] > 0.7 * one, (measured["draft_pass"], one)
