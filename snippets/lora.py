@@ -13,7 +13,7 @@ from torch import nn
 
 
 class LoRALinear(nn.Module):
-    """A frozen linear layer plus a trainable update of rank r:
+    """A frozen linear layer plus a trainable update of rank at most r:
     y = base(x) + (x Aᵀ Bᵀ) · alpha / r, with A (r, C_in) and B (C_out, r)."""
 
     def __init__(self, base: nn.Linear, r: int, alpha: float):
