@@ -359,6 +359,29 @@ def gpt2_shakespeare():
 
 
 @pytest.fixture(scope="module")
+def gpt2_tokenizer():
+    """The book's GPT-2's tokenizer (byte-level BPE, 4,096 tokens)."""
+    from transformers import AutoTokenizer
+
+    from snippets.hub import GPT2_SHAKESPEARE
+
+    return AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+
+
+@pytest.fixture(scope="module")
+def tempest_ids(gpt2_tokenizer):
+    """The book's GPT-2's held-out play, The Tempest, as it ships beside the checkpoint,
+    tokenized: (1, 35219)."""
+    from huggingface_hub import hf_hub_download
+
+    from snippets.hub import GPT2_SHAKESPEARE
+
+    path = hf_hub_download(GPT2_SHAKESPEARE.repo_id, "tempest_gut.txt")
+    play = Path(path).read_text(encoding="utf-8")
+    return gpt2_tokenizer(play, return_tensors="pt", verbose=False)["input_ids"]
+
+
+@pytest.fixture(scope="module")
 def gpt2_124m():
     """GPT-2 at its real size (GPT2Config()'s defaults: 124M parameters, 12 layers of 12
     heads) with random weights from seed 0, in eval mode."""

@@ -11,14 +11,10 @@ measured. The counts the page prints rest on argmaxes: a test pins that no top t
 logits behind them are within rounding of each other.
 """
 
-from pathlib import Path
-
 import pytest
 import torch
-from huggingface_hub import hf_hub_download
-from transformers import AutoTokenizer, DynamicCache
+from transformers import DynamicCache
 
-from snippets.hub import GPT2_SHAKESPEARE
 from snippets.speculative import (
     accept,
     counts_from_output,
@@ -47,20 +43,9 @@ def target(gpt2_shakespeare):
 
 
 @pytest.fixture(scope="module")
-def gpt2_tokenizer():
-    return AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
-
-
-@pytest.fixture(scope="module")
-def play_ids(gpt2_tokenizer):
-    play = Path(hf_hub_download(GPT2_SHAKESPEARE.repo_id, "tempest_gut.txt")).read_text()
-    return gpt2_tokenizer(play, return_tensors="pt", verbose=False)["input_ids"]  # (1, 35219)
-
-
-@pytest.fixture(scope="module")
-def prompts(play_ids):
+def prompts(tempest_ids):
     """Five prompts the page does not show: windows between the page's."""
-    return [play_ids[:, s : s + PROMPT_LENGTH] for s in range(1700, 34000, 7300)]
+    return [tempest_ids[:, s : s + PROMPT_LENGTH] for s in range(1700, 34000, 7300)]
 
 
 @pytest.fixture(scope="module")
@@ -161,9 +146,9 @@ def test_assisted_generation_gives_the_same_tokens_in_the_same_passes(
 
 
 @pytest.mark.parametrize("k", [3, 8])
-def test_generations_that_fill_the_context(target, drafts, play_ids, k):
+def test_generations_that_fill_the_context(target, drafts, tempest_ids, k):
     """From 40 tokens to all 256 positions: the last round's guesses stop at the limit."""
-    prompt = play_ids[:, 20000:20040]
+    prompt = tempest_ids[:, 20000:20040]
     new = target.config.n_positions - prompt.shape[1]  # 216
     reference = target.generate(prompt, max_new_tokens=new, do_sample=False, eos_token_id=None)
     assert reference.shape[1] == target.config.n_positions
@@ -254,13 +239,13 @@ def smallest_deciding_gap(model, output, first):
 
 
 def test_no_argmax_the_page_prints_is_within_rounding_of_a_tie(
-    target, drafts, gpt2_tokenizer, play_ids
+    target, drafts, gpt2_tokenizer, tempest_ids
 ):
     """The page's outputs and counts are argmaxes of float32 logits: wherever a swap of the
     top two would change a token or a count, the top logit beats the next by more than 10×
     the tolerance within which the logits are proved, so every CPU picks the same."""
     prompt = gpt2_tokenizer("PROSPERO.\n", return_tensors="pt")["input_ids"]
-    runs = [(prompt, 40)] + [(play_ids[:, s : s + 32], 48) for s in PAGE_STARTS]
+    runs = [(prompt, 40)] + [(tempest_ids[:, s : s + 32], 48) for s in PAGE_STARTS]
     for ids, new in runs:
         output = greedy_decode(target, ids, new)
         assert smallest_deciding_gap(target, output, ids.shape[1]) > GAP

@@ -6,14 +6,10 @@ are checked against the library in tests/test_snippets_looking_inside.py."""
 
 import math
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 import torch
-from huggingface_hub import hf_hub_download
-from transformers import AutoTokenizer
 
-from snippets.hub import GPT2_SHAKESPEARE
 from snippets.looking_inside import logit_lens, loss_per_window
 
 pytestmark = pytest.mark.usefixtures("no_grad")
@@ -22,14 +18,8 @@ N, T = 12, 128  # the page's windows
 
 
 @pytest.fixture(scope="module")
-def gpt2_tokenizer():
-    return AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
-
-
-@pytest.fixture(scope="module")
-def windows(gpt2_tokenizer):
-    play = Path(hf_hub_download(GPT2_SHAKESPEARE.repo_id, "tempest_gut.txt")).read_text()
-    stream = torch.tensor(gpt2_tokenizer(play, verbose=False)["input_ids"])
+def windows(tempest_ids):
+    stream = tempest_ids[0]
     starts = torch.linspace(0, len(stream) - T - 1, N).long()
     return torch.stack([stream[s : s + T + 1] for s in starts])  # (N, T + 1)
 

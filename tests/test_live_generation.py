@@ -10,7 +10,6 @@ second the page measured, with the cache and without, go to artifacts/live-timin
 import pytest
 import torch
 from transformers import (
-    AutoTokenizer,
     LogitsProcessorList,
     TemperatureLogitsWarper,
     TopKLogitsWarper,
@@ -18,7 +17,6 @@ from transformers import (
 )
 
 from snippets.book import REPO_ROOT, read_json, write_json
-from snippets.hub import GPT2_SHAKESPEARE
 from tests.conftest import assert_readable, loaded_live_page, new_tab, record_worst
 
 pytestmark = pytest.mark.usefixtures("no_grad")
@@ -53,11 +51,6 @@ PROMPTS = [
     ("ARIEL.\n" + "Come unto these yellow sands, " * 8, 0.8, 0, 0.9),
 ]
 GREEDY = ["ROMEO.\n", "Full fathom five thy father lies;", "The king is dead"]
-
-
-@pytest.fixture(scope="module")
-def gpt2_tokenizer():
-    return AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
 
 
 @pytest.fixture(scope="module")
