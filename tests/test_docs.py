@@ -14,12 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import selected_configurations, selected_pages
+from tests.conftest import (
+    NARROW_MARGIN,
+    OVER_BUDGET,
+    selected_configurations,
+    selected_pages,
+)
 from tools import checks, timings
 from tools.execute import BlockFailure, BlockSkipped, run_page
 from tools.exercises import exercises, is_variant
 from tools.exercises import problems as exercise_problems
-from tools.numerics import describe
+from tools.numerics import cpu_name, describe
 from tools.pages import FIGURES, display, pages, parse
 
 RUNS = {}  # (page path, configuration) -> its PageRun, made by its first block tested
@@ -47,6 +52,13 @@ def pytest_generate_tests(metafunc):
             for page in chosen
             for exercise in exercises(page)
         ])  # fmt: skip
+    elif "configuration" in metafunc.fixturenames:  # the budget: as-is only
+        metafunc.parametrize(("page", "configuration"), [
+            pytest.param(page, "as-is", id=display(page.path),
+                         marks=pytest.mark.xdist_group(block_group(page.path, "as-is")))
+            for page in chosen
+            if page.cells and "as-is" in selected_configurations(metafunc.config)
+        ])  # fmt: skip
     elif "page" in metafunc.fixturenames:
         metafunc.parametrize("page", chosen, ids=[display(page.path) for page in chosen])
 
@@ -69,7 +81,7 @@ def page_run(page, configuration):
     if (page.path, configuration) not in RUNS:
         RUNS[page.path, configuration] = run = run_page(page, configuration)
         if page.cells and run.passed and configuration == "as-is":
-            timings.record(page.path, run.seconds)
+            timings.record(page.path, run.seconds, run.cpu_seconds)
     return RUNS[page.path, configuration]
 
 
@@ -81,9 +93,14 @@ def test_page_follows_conventions(page):
         pytest.fail("\n".join(problems), pytrace=False)
 
 
-def test_block(page, block, configuration):
+def test_block(request, page, block, configuration):
+    run = page_run(page, configuration)
+    for narrow in run.narrow_margins.get(block.lineno, []):
+        request.node.user_properties.append(
+            (NARROW_MARGIN, f"{narrow}, under {describe(configuration)} on {cpu_name()}")
+        )
     try:
-        page_run(page, configuration).check(block)
+        run.check(block)
     except BlockSkipped as skipped:
         pytest.skip(str(skipped))
     except BlockFailure as failure:
@@ -112,3 +129,23 @@ def test_exercise(page, exercise, configuration):
             )
     if problems:
         pytest.fail("\n".join(problems) + f"\nunder {describe(configuration)}", pytrace=False)
+
+
+def test_page_within_budget(request, page, configuration):
+    """The page's kernel, as-is, uses at most its budget of CPU seconds (tools/timings.py);
+    over it the run's summary warns, and only past twice it does this test fail, so that a
+    busy machine does not fail it. The one test that compares a time."""
+    run = page_run(page, configuration)
+    if not run.passed:
+        pytest.skip(f"{display(page.path)}: the page did not pass, so its cost is not its own")
+    budget = timings.budget(page.path)
+    cost = (
+        f"{display(page.path)}: {run.cpu_seconds:.1f} CPU seconds ({run.seconds:.1f} s of "
+        f"wall time), over its budget of {budget:g} (tools/timings.py)"
+    )
+    if run.cpu_seconds > budget:
+        request.node.user_properties.append((OVER_BUDGET, cost))
+    assert run.cpu_seconds <= 2 * budget, (
+        f"{cost} by more than twice: make it cheaper, or write its budget beside its name in "
+        "tools/timings.py, with the reason (docs/contributing.md)"
+    )

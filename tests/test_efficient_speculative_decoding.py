@@ -21,8 +21,10 @@ from snippets.speculative import (
     draft_agrees,
     early_exit_draft,
     greedy_decode,
+    multiply_adds,
     speculative_decode,
 )
+from tools.pages import DOCS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
@@ -299,16 +301,25 @@ def test_warning_dynamiccache_crop_takes_how_many_to_remove_as_a_negative_number
     assert all(layer.keys.shape[2] == 6 == layer.values.shape[2] for layer in cache.layers)
 
 
-def test_the_measurement_bears_out_the_pages_time_bullets():
-    """The page's claims about time, on the measurement its figure is drawn from (taken by
-    the build on this machine): every speculative loop slower than the target alone; the
-    target's pass on 9 new tokens far cheaper than 9 passes on one; the 3-block draft's
-    pass nearly as long as the target's."""
-    from snippets.figures.efficient import speculative_speed
+@pytest.mark.parametrize("context", [0, 40, 255])
+def test_multiply_adds_counts_what_a_cached_pass_multiplies(target, context):
+    """The page's costs hold on any machine because they are counts: torch's FLOP counter,
+    on one token's cached pass through the draft of L blocks (L = 4: the target), counts
+    twice multiply_adds(config, L, context)."""
+    from torch.utils.flop_counter import FlopCounterMode
 
-    measured = speculative_speed()
-    rates = [rate for by_k in measured["speculative"].values() for rate in by_k]
-    assert max(rates) < measured["greedy"], (rates, measured["greedy"])
-    one, nine = measured["target_pass"][0], measured["target_pass"][-1]
-    assert measured["call_tokens"][-1] == 9 and nine < 3 * one, (one, nine)
-    assert measured["draft_pass"]["3"] > 0.7 * one, (measured["draft_pass"], one)
+    prompt = torch.arange(context)[None]  # (1, context)
+    for L in (1, 2, 3, 4):
+        model = early_exit_draft(target, L) if target.config.n_layer > L else target
+        cache = DynamicCache(config=model.config)
+        if context:
+            model(prompt, past_key_values=cache, use_cache=True)
+        with FlopCounterMode(display=False) as counter:
+            model(torch.tensor([[7]]), past_key_values=cache, use_cache=True)
+        assert counter.get_total_flops() == 2 * multiply_adds(model.config, L, context), L
+
+
+def test_the_prose_quotes_the_drafts_share_as_the_page_prints_it(target):
+    page = (DOCS / "efficient" / "speculative-decoding.md").read_text(encoding="utf-8")
+    share = multiply_adds(target.config, 3, 40) / multiply_adds(target.config, 4, 40)
+    assert page.count(f"{share:.0%} of") == 3  # the output, a bullet and a paragraph

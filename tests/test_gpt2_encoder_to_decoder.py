@@ -98,7 +98,9 @@ def test_warning_a_gpt2_block_called_on_its_own_is_causal_only_under_sdpa(prove,
         inputs,
         alone[:, -1],
         expected[:, -1],
-        2e-4,  # float32, the residual stream up to 118: measured 1.9e-5
+        # float32, the residual stream up to 118: measured 1.9e-5 under the named
+        # configurations, 2.29e-5 as-is on a Zen 4 with AVX-512
+        5e-4,
     )
     mask = torch.zeros(12, 12).masked_fill(~causal_mask(12), torch.finfo(torch.float32).min)
     masked = eager.transformer.h[0](x, attention_mask=mask[None, None])  # (B, 1, T, T), additive

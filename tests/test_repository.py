@@ -104,3 +104,54 @@ def test_the_workflow_passes_actionlint():
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# words that name a duration or a speed, in the identifiers and string keys of a comparison
+# ("second" and "rate" are left out: a sentence's second half, a masking rate)
+TIME_WORDS = {"seconds", "ms", "millisecond", "milliseconds", "elapsed", "duration",
+              "durations", "time", "timing", "timings", "timer", "perf", "counter", "monotonic",
+              "speed", "speedup", "latency", "throughput", "rates", "clock"}  # fmt: skip
+# the tests that compare a time: a page's CPU seconds with twice its budget, and the budgets
+# written in tools/timings.py with the default
+TIMED_TESTS = {
+    ("test_docs.py", "test_page_within_budget"),
+    ("test_tools_timings.py", "test_a_page_has_the_default_budget_or_its_own_with_a_reason"),
+}
+
+
+def time_comparisons(path: Path) -> list[str]:
+    """file:line of each <, <=, > or >= in a test file whose sides name a duration or a speed,
+    outside TIMED_TESTS."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    allowed = {
+        id(node)
+        for function in ast.walk(tree)
+        if isinstance(function, ast.FunctionDef) and (path.name, function.name) in TIMED_TESTS
+        for node in ast.walk(function)
+    }
+    found = []
+    for node in ast.walk(tree):
+        ordering = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+        if not isinstance(node, ast.Compare) or id(node) in allowed:
+            continue
+        if not any(isinstance(op, ordering) for op in node.ops):
+            continue
+        words = set()
+        for part in ast.walk(node):
+            if isinstance(part, ast.Name):
+                words |= set(part.id.lower().split("_"))
+            elif isinstance(part, ast.Attribute):
+                words |= set(part.attr.lower().split("_"))
+            elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+                words |= set(part.value.lower().replace(" ", "_").split("_"))
+        if words & TIME_WORDS:
+            found.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_test_compares_a_time():
+    """A time or a speed ratio fails on a busy machine: a test asserts counts, and a page
+    describes its timing figure as measured on the machine that built it. The one exception
+    is a page's budget, which fails only past twice it (tests/test_docs.py)."""
+    found = [line for path in sources("tests") for line in time_comparisons(path)]
+    assert not found, "a test compares a time or a speed:\n" + "\n".join(found)

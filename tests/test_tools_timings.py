@@ -17,7 +17,7 @@ def test_a_build_with_no_timing_shows_the_versions_only(tmp_path):
 
 def test_a_timed_page_shows_its_time_cores_and_versions(tmp_path):
     measured = tmp_path / "timings.json"
-    timings.record(PAGE, 3.14159, measured)
+    timings.record(PAGE, 3.14159, 5.0, measured)
     line = timings.provenance(PAGE, measured)
     assert line.startswith("Runs in 3.1 s on ") and line.endswith(f"tested with {VERSIONS}")
     assert "make test" not in line and "Not timed" not in line
@@ -25,7 +25,7 @@ def test_a_timed_page_shows_its_time_cores_and_versions(tmp_path):
 
 def test_a_time_measured_with_other_versions_is_not_shown(tmp_path):
     measured = tmp_path / "timings.json"
-    timings.record(PAGE, 2.0, measured)
+    timings.record(PAGE, 2.0, 3.0, measured)
     data = measured.read_text().replace(transformers.__version__, "0.0.1")
     measured.write_text(data)
     assert timings.provenance(PAGE, measured) == f"Tested with {VERSIONS}"
@@ -34,6 +34,14 @@ def test_a_time_measured_with_other_versions_is_not_shown(tmp_path):
 def test_the_tests_read_back_each_pages_time_to_start_the_longest_first(tmp_path):
     measured = tmp_path / "timings.json"
     assert timings.seconds_by_page(measured) == {}
-    timings.record(PAGE, 3.14159, measured)
-    timings.record(DOCS / "bert" / "model.md", 20.0, measured)
+    timings.record(PAGE, 3.14159, 5.0, measured)
+    timings.record(DOCS / "bert" / "model.md", 20.0, 30.0, measured)
     assert timings.seconds_by_page(measured) == {PAGE: 3.1, DOCS / "bert" / "model.md": 20.0}
+
+
+def test_a_page_has_the_default_budget_or_its_own_with_a_reason():
+    assert timings.budget(PAGE) == timings.BUDGET
+    for name, (seconds, reason) in timings.BUDGETS.items():
+        assert (DOCS / name).is_file(), f"{name}: no such page"
+        assert seconds > timings.BUDGET and reason, name
+        assert timings.budget(DOCS / name) == seconds

@@ -82,7 +82,6 @@ def test_the_shipped_checkpoint_was_trained_by_this_script(bert_shakespeare):
     defaults = {field.name: field.default for field in dataclasses.fields(pretraining.Settings)}
     assert metrics["settings"] == defaults
     assert len(metrics["mlm_loss"]) == pretraining.Settings().steps
-    assert metrics["seconds"] <= 60 * 60
     model, tokenizer = bert_shakespeare
     ignored = {"architectures": None, "dtype": None}  # written by save_pretrained
     assert model.config.to_diff_dict() | ignored == (

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import subprocess
 import tempfile
 import time
@@ -30,7 +31,7 @@ import nbformat
 
 from tools.exercises import exercises
 from tools.notebooks import to_notebook
-from tools.numerics import MARGIN, describe, environment
+from tools.numerics import MARGIN, cpu_name, describe, environment, required_margin
 from tools.pages import Block, Page, display
 
 CELL_TIMEOUT = 600  # seconds a block may run before it counts as failed
@@ -82,6 +83,14 @@ def _watch_allclose():
 _watch_allclose()
 del _watch_allclose
 """
+# Run in the kernel right after the page: the CPU seconds the kernel has used since it
+# started (its start, the page, and any child process it waited for), on every thread.
+CPU_SECONDS = """\
+import resource as _resource
+print(sum(getattr(_resource.getrusage(who), kind)
+          for who in (_resource.RUSAGE_SELF, _resource.RUSAGE_CHILDREN)
+          for kind in ("ru_utime", "ru_stime")))
+"""
 WATCHED = """\
 import json as _json, torch as _torch
 print(_json.dumps([[get_ipython().compile.format_code_name(call[0]), *call[1:]]
@@ -103,11 +112,15 @@ class PageRun:
     workdir: Path
     configuration: str = "as-is"
     seconds: float = 0.0  # the whole notebook, kernel start included
+    cpu_seconds: float = 0.0  # the kernel's, start included, on all its threads
     printed: dict[int, str] = field(default_factory=dict)  # block line -> what it printed
     failed_at: Block | None = None  # the first block that raised; later blocks did not run
     failure: str = ""
-    # block line -> its torch.allclose calls that came within MARGIN of their tolerance
+    # block line -> its torch.allclose calls with less than the configuration's required
+    # margin (tools/numerics.py): they fail the block
     thin_margins: dict[int, list[str]] = field(default_factory=dict)
+    # block line -> those with that margin but less than MARGIN: they pass, reported
+    narrow_margins: dict[int, list[str]] = field(default_factory=dict)
     # (exercise heading's line, what ran in place of its starter) -> its check's verdict
     verdicts: dict[tuple[int, str], str] = field(default_factory=dict)
 
@@ -130,8 +143,9 @@ class PageRun:
         if block.lineno in self.thin_margins:
             raise BlockFailure(
                 "\n".join(self.thin_margins[block.lineno])
-                + f"\n\nunder {describe(self.configuration)}; a page's comparisons keep a "
-                f"{MARGIN}× margin on every CPU (docs/contributing.md, what a page may print)"
+                + f"\n\nunder {describe(self.configuration)}, on {cpu_name()}; a page's "
+                f"comparisons keep a {required_margin(self.configuration):g}× margin under it "
+                "(docs/contributing.md, what a page may print)"
             )
         return output
 
@@ -176,9 +190,11 @@ def run_page(page: Page, configuration: str = "as-is", workdir: Path | None = No
                 if block is not None:
                     run.printed[block.lineno] = _stdout(cell)
         run.seconds = time.perf_counter() - started
-        run.thin_margins = _thin_margins(
-            _execute_hidden(client, notebook, WATCHED), notebook, blocks
-        )
+        run.cpu_seconds = float(_execute_hidden(client, notebook, CPU_SECONDS) or "nan")
+        run.thin_margins, run.narrow_margins = _margins(
+            _execute_hidden(client, notebook, WATCHED), notebook, blocks,
+            required_margin(configuration),
+        )  # fmt: skip
         if run.failed_at is None:
             run.verdicts = _exercise_verdicts(client, notebook, page)
     if run.failed_at is not None:
@@ -224,24 +240,28 @@ def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], st
     return verdicts
 
 
-def _thin_margins(watched: str, notebook, blocks) -> dict[int, list[str]]:
-    """The torch.allclose calls that hold with less than MARGIN to spare: True within
-    1/MARGIN of the tolerance, or False by less than MARGIN times it; by block line."""
+def _margins(watched: str, notebook, blocks, required: float):
+    """The torch.allclose calls that hold with less than MARGIN to spare (True within
+    1/MARGIN of the tolerance, or False by less than MARGIN times it), by block line: those
+    under the `required` margin, which fail, and the rest, which pass and are reported."""
     by_count = {c.get("execution_count"): blocks.get(id(c)) for c in notebook.cells}
     thin: dict[int, list[str]] = {}
+    narrow: dict[int, list[str]] = {}
     for code_name, lineno, ratio, largest, atol, rtol, result in json.loads(watched or "[]"):
         block = by_count.get(int(code_name[1][3:-1])) if code_name else None
-        if block is None or (ratio * MARGIN <= 1 if result else ratio >= MARGIN):
+        margin = (1 / ratio if ratio else math.inf) if result else ratio
+        if block is None or margin >= MARGIN:
             continue
         file, line = block.origins[lineno - 1] if 0 < lineno <= len(block.origins) else (
             block.where, lineno)  # fmt: skip
         how = (f"is True, with a difference at {ratio:.0%} of its tolerance" if result else
                f"is False, by only {ratio:.1f}× its tolerance")  # fmt: skip
-        thin.setdefault(block.lineno, []).append(
+        found = thin if margin < required else narrow
+        found.setdefault(block.lineno, []).append(
             f"{file}:{line}: torch.allclose {how}: less than a {MARGIN}× margin (largest "
             f"difference {largest:.1e}, atol={atol:g}, rtol={rtol:g})"
         )
-    return thin
+    return thin, narrow
 
 
 def _stdout(cell) -> str:

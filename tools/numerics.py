@@ -17,9 +17,24 @@ from __future__ import annotations
 import os
 import sys
 
-# A tolerance is at least this many times the largest difference measured under any of
-# the configurations; an inequality, this many times its tolerance.
+# A tolerance is set at least MARGIN times the largest difference measured under the
+# named configurations, and an inequality holds by MARGIN times its tolerance: under them,
+# a comparison with less to spare fails.
 MARGIN = 10
+# The machine as it is runs kernels that no named configuration reaches from another CPU
+# (ATen's AVX-512 kernels with MKL's own dispatch, on a CPU nobody here has), so there a
+# comparison fails only under FLOOR; between FLOOR and MARGIN it passes, and the run's
+# summary and the proof table list it, so that the next change raises the tolerance.
+# Why 3: the worst as-is difference measured on a CPU the tolerances were not set on was
+# 1.2x the worst under the named configurations (a GPT-2 block on a Zen 4 with AVX-512:
+# 2.29e-05, against 1.9e-05; tests/test_gpt2_encoder_to_decoder.py). A floor of 3 lets
+# a CPU round 3.3x worse than that before anything fails, and still fails a comparison
+# whose result is a third of the way to flipping.
+FLOOR = 3
+
+# No fourth configuration reaches those kernels from every CPU: AVX-512 kernels need a CPU
+# with AVX-512 (ATEN_CPU_CAPABILITY=avx512, MKL_CBWR=AVX512), and MKL's own dispatch is
+# what the machine as it is runs. On a CPU with AVX-512, as-is is that configuration.
 
 CONFIGURATIONS: dict[str, dict[str, str]] = {
     "as-is": {},
@@ -36,6 +51,11 @@ CONFIGURATIONS: dict[str, dict[str, str]] = {
         "MKL_NUM_THREADS": "2",
     },
 }
+
+
+def required_margin(name: str) -> float:
+    """The margin under which a comparison fails, under configuration `name`."""
+    return FLOOR if name == "as-is" else MARGIN
 
 
 def describe(name: str) -> str:

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from snippets.book import CACHE, read_json, write_json
-from tools.numerics import CONFIGURATIONS, cpu_name, current
+from tools.numerics import CONFIGURATIONS, MARGIN, cpu_name, current
 
 PROOFS = CACHE / "proofs.json"
 MARKER = "<!-- the proof table -->"  # where docs/proofs.md shows it
@@ -71,9 +71,17 @@ def table(proofs: Path = PROOFS) -> str:
     ]
     for row in sorted(recorded["proofs"].values(), key=lambda r: (r["component"], r["inputs"])):
         worst = max(row["differences"].values())
-        margin = f"{row['tolerance'] / worst:,.0f}×" if worst else "exact"
+        margin = _margin(row["tolerance"], worst)
         lines.append(
             f"| {row['component']} | {row['reference']} | {row['inputs']} | "
             f"{row['tolerance']:.0e} | {worst:.1e} | {margin} |"
         )
     return "\n".join(lines)
+
+
+def _margin(tolerance: float, worst: float) -> str:
+    """The margin column: bold under MARGIN, which only the machine as it is may pass with."""
+    if not worst:
+        return "exact"
+    margin = tolerance / worst
+    return f"{margin:,.0f}×" if margin >= MARGIN else f"**{margin:.1f}×, under {MARGIN}×**"

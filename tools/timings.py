@@ -1,8 +1,13 @@
-"""How long each chapter took to run as a notebook in the last test run.
+"""How long each chapter took to run as a notebook in the last test run, and what it may
+cost.
 
-The tests record it (tests/test_docs.py); the site prints it under each chapter's
-title, with the versions. Nothing here is typed by hand: a build with no timing from
-these versions shows the versions only.
+The tests record each page's wall time and its kernel's CPU seconds (tests/test_docs.py);
+the site prints the wall time under each chapter's title, with the versions. Nothing here
+is typed by hand: a build with no timing from these versions shows the versions only.
+
+A page's budget is in CPU seconds, which a busy machine moves far less than wall time:
+BUDGET, or the figure beside its name in BUDGETS, with the reason. Over it, the test run's
+summary warns; over twice it, the page's budget test fails (docs/contributing.md).
 """
 
 from __future__ import annotations
@@ -15,10 +20,19 @@ from tools.pages import DOCS
 
 TIMINGS = CACHE / "page-timings.json"
 
+BUDGET = 20  # CPU seconds a page may use as-is, kernel start included
+BUDGETS: dict[str, tuple[float, str]] = {  # page -> (CPU seconds, why it needs them)
+}
 
-def record(page: Path, seconds: float, timings: Path = TIMINGS) -> None:
-    """Store a page's run time, with the machine and versions it was measured with, and
-    how many other tests ran beside it (pytest-xdist's other workers)."""
+
+def budget(page: Path) -> float:
+    """The CPU seconds page may use as-is."""
+    return BUDGETS.get(page.relative_to(DOCS).as_posix(), (BUDGET, ""))[0]
+
+
+def record(page: Path, seconds: float, cpu_seconds: float, timings: Path = TIMINGS) -> None:
+    """Store a page's run time and CPU seconds, with the machine and versions they were
+    measured with, and how many other tests ran beside it (pytest-xdist's other workers)."""
     import fcntl
 
     import torch
@@ -31,6 +45,7 @@ def record(page: Path, seconds: float, timings: Path = TIMINGS) -> None:
         measured = read_json(timings)
         measured[page.relative_to(DOCS).as_posix()] = {
             "seconds": round(seconds, 1),
+            "cpu_seconds": round(cpu_seconds, 1),
             "cpus": os.cpu_count(),
             "beside": int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) - 1,
             "torch": torch.__version__.split("+")[0],
