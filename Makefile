@@ -8,8 +8,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 LINTED := snippets tools tests hooks.py docs/labs
+# the drift check's venv (make test-latest): the same install, but today's releases of these
+LATEST := .venv-latest
+LATEST_PACKAGES := transformers tokenizers peft sentence-transformers gguf huggingface-hub
 
-.PHONY: serve test test-reader test-proofs setup chromium chapter
+.PHONY: serve test test-reader test-proofs test-latest setup chromium chapter
 
 serve: setup
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
@@ -38,6 +41,17 @@ test-proofs: setup
 	$(BIN)/python -m tools.numerics compatible-1-thread $(BIN)/pytest -m proof
 	$(BIN)/python -m tools.numerics avx2-2-threads $(BIN)/pytest -m proof
 
+# drift: every page under today's releases of LATEST_PACKAGES, as readers install them, not
+# our pins; a table of what changed (artifacts/latest.md), never a failure. The releases are
+# looked up on each run; what they need moves only if it must (uv keeps what is installed), and
+# torch stays the CPU 2.13.0. CI runs it weekly (.github/workflows/latest.yml)
+test-latest: setup $(LATEST)/.installed
+	printf '%s\n' $(LATEST_PACKAGES) > $(LATEST)/overrides.txt
+	$(LATEST)/bin/uv pip install --quiet --python $(LATEST)/bin/python --compile-bytecode \
+	  --override $(LATEST)/overrides.txt $(LATEST_PACKAGES:%=--upgrade-package %) \
+	  torch==2.13.0 --editable .
+	$(LATEST)/bin/python -m tools.latest
+
 # the browser checks drive Debian's Chromium, or the one $CHROMIUM names
 chromium:
 	@test -x "$$CHROMIUM" || command -v chromium >/dev/null || { \
@@ -56,11 +70,11 @@ setup: $(INSTALLED)
 # torch first, on its own, so that pip takes the local CPU wheel and never the CUDA build
 # (uv does not look where the wheel lies); then uv installs the rest, pinned by the same
 # constraints, in a fraction of pip's time; compiled to bytecode at install, as pip does,
-# not by whichever process imports a module first
-$(INSTALLED): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --constraint constraints.txt torch==2.13.0 uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
+# not by whichever process imports a module first. The drift check's venv gets the same install
+$(INSTALLED) $(LATEST)/.installed: %/.installed: pyproject.toml constraints.txt
+	test -x $*/bin/python || $(PYTHON) -m venv $*
+	$*/bin/pip install --quiet --constraint constraints.txt torch==2.13.0 uv
+	$*/bin/uv pip install --quiet --python $*/bin/python --compile-bytecode \
 	  --constraint constraints.txt --editable .
 	touch $@
 
