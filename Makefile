@@ -17,16 +17,16 @@ LATEST_PACKAGES := transformers tokenizers peft sentence-transformers gguf huggi
 serve: setup
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
-# one page: its three configurations and its tests fit two workers (a third costs more to
-# start than it saves)
+# both list the slowest tests at the end, where the minutes go. One page: its three
+# configurations and its tests fit two workers (a third costs more to start than it saves)
 ifdef PAGE
 test: setup chromium
-	$(BIN)/pytest tests --page $(PAGE) --numprocesses 2
+	$(BIN)/pytest tests --page $(PAGE) --numprocesses 2 --durations=10
 else
 test: setup chromium
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=20
 endif
 
 # the built site as readers run it: each notebook in a fresh virtual environment, under

@@ -8,7 +8,8 @@ bit-equal; in the second, the loss and the last layer's gradients too, but the l
 below differ by rounding. Largest differences under the three configurations of
 tools/numerics.py, on this file's inputs and the page's: gradients 1.4e-9, weights
 5.8e-7 (AdamW divides each gradient by its running size, which magnifies a rounding
-difference in a gradient near zero), logits 3.7e-8. Merging is exact against peft's
+difference in a gradient near zero), logits 3.7e-8 (5.6e-8 as-is on an Intel Xeon with
+AVX-512, model 207). Merging is exact against peft's
 merge of the same weights; against the unmerged model it rounds differently: 2.6e-8.
 Each tolerance keeps a 10× margin.
 
@@ -29,7 +30,7 @@ from snippets.lora import LoRALinear, add_lora, merge
 from tests.conftest import BATCH, PAIRS
 
 DOCS = Path(__file__).parents[1] / "docs"
-GRAD_ATOL, WEIGHT_ATOL, LOGIT_ATOL, MERGE_ATOL = 3e-8, 1e-5, 5e-7, 5e-7  # see above
+GRAD_ATOL, WEIGHT_ATOL, LOGIT_ATOL, MERGE_ATOL = 3e-8, 1e-5, 1e-6, 5e-7  # see above
 LONG = " ".join(["The adapter sees every token of a long review, padding and all."] * 45)
 
 
