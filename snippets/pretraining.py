@@ -170,6 +170,28 @@ def acts_of(play):
 
 
 # --8<-- [end:documents]
+# --8<-- [start:lines_on_read]
+class LinesOnRead:
+    """A text's non-empty lines as sentences_of gives them, each tokenized when first
+    read. sentence_pair draws a document by its number of lines, which needs no
+    tokenizer, then reads a few of its lines."""
+
+    def __init__(self, text, tokenizer):
+        self.lines = [line.strip() for line in text.splitlines() if line.strip()]
+        self.tokenizer = tokenizer
+        self.read = {}  # line number -> its ids, for each line read so far
+
+    def __len__(self):
+        return len(self.lines)
+
+    def __getitem__(self, i):
+        if i not in self.read:
+            tokenized = self.tokenizer(self.lines[i], add_special_tokens=False)
+            self.read[i] = tokenized["input_ids"]
+        return self.read[i]
+
+
+# --8<-- [end:lines_on_read]
 
 
 # --8<-- [start:config]

