@@ -133,3 +133,18 @@ def computed_once(name: str, sources: list[bytes], compute) -> dict:
     # as read back, keys sorted and tuples made lists: a figure drawn from a fresh result
     # is the figure drawn from the kept file (the prefill-decode figure's panels swapped)
     return read_json(cache)
+
+
+def cpu_name() -> str:
+    """The CPU's model name, as /proc/cpuinfo gives it (the machine elsewhere): what
+    names the machine beside a measurement."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()

@@ -151,10 +151,11 @@ def counts_from_output(agrees, prompt_length, k):
 
 # --8<-- [start:multiply_adds]
 def multiply_adds(config, blocks, context):
-    """Multiply-adds of one token's cached forward pass through the first `blocks` blocks
-    and the head, with `context` tokens in the cache: per block, 12 C² weights (attention's
-    four C × C projections, the MLP's C × 4C and 4C × C) and C per key and per value read;
-    then the head's V × C. LayerNorms, GELU and softmax are left out: O(C) each."""
+    """Multiply-adds of one token's cached pass through the first `blocks` blocks and
+    the head, `context` tokens in the cache. Per block: 12 C² for the weights
+    (attention's four C × C, the MLP's C × 4C and 4C × C), and C for each key and
+    each value read. Then the head's V × C. LayerNorm, GELU and softmax are left
+    out: O(C) and O(H × context) each."""
     C, V = config.n_embd, config.vocab_size
     return blocks * (12 * C * C + 2 * (context + 1) * C) + V * C
 

@@ -30,12 +30,11 @@ os.environ["MPLBACKEND"] = "Agg"
 # processes took 3.5x one alone, and 2.1x with this. No sum changes.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from snippets.book import REPO_ROOT  # noqa: E402
+from snippets.book import REPO_ROOT, cpu_name  # noqa: E402
 from tools import proofs, timings  # noqa: E402
 from tools.numerics import (  # noqa: E402
     CONFIGURATIONS,
     MARGIN,
-    cpu_name,
     current,
     describe,
     required_margin,

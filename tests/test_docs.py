@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from snippets.book import cpu_name
 from tests.conftest import (
     NARROW_MARGIN,
     OVER_BUDGET,
@@ -24,7 +25,7 @@ from tools import checks, timings
 from tools.execute import BlockFailure, BlockSkipped, run_page
 from tools.exercises import exercises, is_variant
 from tools.exercises import problems as exercise_problems
-from tools.numerics import cpu_name, describe
+from tools.numerics import describe
 from tools.pages import FIGURES, display, pages, parse
 
 RUNS = {}  # (page path, configuration) -> its PageRun, made by its first block tested

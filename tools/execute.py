@@ -29,9 +29,10 @@ from pathlib import Path
 
 import nbformat
 
+from snippets.book import cpu_name
 from tools.exercises import exercises
 from tools.notebooks import to_notebook
-from tools.numerics import MARGIN, cpu_name, describe, environment, required_margin
+from tools.numerics import MARGIN, describe, environment, required_margin
 from tools.pages import Block, Page, display
 
 CELL_TIMEOUT = 600  # seconds a block may run before it counts as failed

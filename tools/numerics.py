@@ -78,20 +78,6 @@ def current() -> str:
     return "as-is"
 
 
-def cpu_name() -> str:
-    """The CPU's model name, as /proc/cpuinfo gives it (the machine elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
-
-
 if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] not in CONFIGURATIONS:
         sys.exit(f"usage: python -m tools.numerics {{{','.join(CONFIGURATIONS)}}} COMMAND...")

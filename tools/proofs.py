@@ -13,8 +13,8 @@ import fcntl
 import os
 from pathlib import Path
 
-from snippets.book import CACHE, read_json, write_json
-from tools.numerics import CONFIGURATIONS, MARGIN, cpu_name, current
+from snippets.book import CACHE, cpu_name, read_json, write_json
+from tools.numerics import CONFIGURATIONS, MARGIN, current
 
 PROOFS = CACHE / "proofs.json"
 MARKER = "<!-- the proof table -->"  # where docs/proofs.md shows it
