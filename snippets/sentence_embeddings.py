@@ -41,7 +41,7 @@ def embed(model, tokenizer, sentences, batch_size=32, pool=mean_pool):
         hidden = model(**inputs).last_hidden_state  # (B, T, C)
         rows.append(pool(hidden, inputs["attention_mask"]))  # (B, C), or (B, K, C)
     back = torch.tensor(order).argsort()  # (N,): back to the order given
-    return F.normalize(torch.cat(rows)[back], dim=-1)  # (N, C)
+    return F.normalize(torch.cat(rows)[back], dim=-1)  # (N, C), or (N, K, C)
 
 
 # --8<-- [end:embed]
