@@ -28,7 +28,7 @@ BUDGETS: dict[str, tuple[float, str]] = {  # page -> (CPU seconds, why it needs 
         "accuracy on 400 sentences three times, two frozen baselines",
     ),
     "transformer/training.md": (
-        80,
+        100,
         "trains the Transformer from scratch, 800 steps, until it reverses digits",
     ),
     "efficient/lora.md": (60, "32 AdamW steps of LoRA on MiniLM, two steps beside peft's"),
