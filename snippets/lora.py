@@ -23,8 +23,8 @@ class LoRALinear(nn.Module):
         self.B = nn.Parameter(torch.zeros(base.out_features, r))  # B A = 0: nothing changes yet
         nn.init.kaiming_uniform_(self.A, a=math.sqrt(5))  # as nn.Linear draws its weights
         self.scaling = alpha / r
-        # on the adapter's input only, as peft's lora_dropout; at 0, no layer at all, as
-        # peft: a dropout of 0 in train mode would still draw from the random generator
+        # on the adapter's input only, as peft's lora_dropout; at 0, nn.Identity, as peft
+        # (nn.Dropout(0) would compute the same and draw nothing, but show as a layer)
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
 
     def extra_repr(self):
@@ -62,7 +62,7 @@ def merge(model):
     """Replace each LoRALinear by its base layer, with W + (alpha / r) B A as weight:
     one matrix product per layer, as before LoRA. In place: `model` is changed, its
     adapters are gone, and it is returned. It gives what the adapted model gives in eval
-    mode, where the adapters' dropout is off."""
+    mode, where the adapters' dropout is off, up to rounding."""
     for name, module in list(model.named_modules()):
         if isinstance(module, LoRALinear):
             module.base.weight += (module.B @ module.A) * module.scaling  # (C_out, C_in)

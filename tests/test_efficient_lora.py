@@ -1,19 +1,19 @@
-"""docs/efficient/lora.md and its module snippets/lora.py against peft's LoRA, on MiniLM
-at its real size and on inputs the page does not show: padded batches, sentence pairs,
-a sequence of 512 tokens; other ranks, factors and target layers; two AdamW steps with
-dropout on (in the first only B gets a gradient, so the second is the one that tests
-A's), the model's and, in one test, the adapters' own. At initialisation the adapted
-model equals peft's and the model without adapters bit for bit: its adapters add exact
-zeros. After two AdamW steps, gradients, weights and logits are peft's bit for bit:
-LoRALinear computes the frozen layer first, then adds the adapter, as peft's lora.Linear
-does. Computed the other way round, autograd sums x's gradient in another order, and the
-layers below the last differed by up to 1.4e-9 in their gradients and 5.8e-7 in their
-weights. Merging is exact against peft's merge of the same weights; against the unmerged
-model it rounds differently: 2.6e-8 at most under the three configurations of
-tools/numerics.py, and the tolerance keeps a 10× margin.
+"""docs/efficient/lora.md and its module snippets/lora.py against peft's LoRA, on MiniLM at its
+real size and on inputs the page does not show: padded batches, sentence pairs, a sequence
+of 512 tokens; other ranks, factors and target layers; two AdamW steps with dropout on (in
+the first only B gets a gradient, so the second is the one that tests A's), the model's and,
+in one test, the adapters' own. At initialisation the adapted model equals peft's and the
+model without adapters bit for bit: its adapters add exact zeros. After two AdamW steps,
+gradients, weights and logits are peft's bit for bit: LoRALinear computes the frozen layer
+first, then adds the adapter, as peft's lora.Linear does. Computed the other way round
+(before commit 0c02ecf, with no adapter dropout), autograd grouped the sum of x's gradient's
+parts otherwise, and the layers below the last differed by up to 1.4e-9 in their gradients
+and 5.8e-7 in their weights. Merging is exact against peft's merge of the same weights;
+against the unmerged model it rounds differently: 2.6e-8 at most under the three
+configurations of tools/numerics.py, and the tolerance keeps a 10× margin.
 
-The page's numbers that come from elsewhere: the fine-tuning chapter's accuracies, which
-the prose quotes, and the gap between the two chapters' last accuracies."""
+The page's numbers that come from elsewhere: the fine-tuning chapter's accuracies, which the
+prose quotes, and the gap between the two chapters' last accuracies."""
 
 import copy
 import re
@@ -92,7 +92,7 @@ def test_a_lora_linear_starts_as_its_base_layer_and_counts_r_times_in_plus_out()
     ("r", "alpha", "targets", "dropout"),
     [(8, 16, ("query", "value"), 0.0), (1, 4, ("key",), 0.0),
      (16, 8, ("query", "key", "value"), 0.0), (8, 16, ("query", "value"), 0.1)],
-    ids=["page", "r1-key", "r16-qkv", "adapter-dropout"],
+    ids=["q+v", "r1-key", "r16-qkv", "page: q+v, lora_dropout 0.1"],
 )  # fmt: skip
 def test_lora_equals_peft_bit_for_bit_at_init_and_after_two_adamw_steps(
     prove, base, tokenizer, r, alpha, targets, dropout
