@@ -35,23 +35,43 @@ def online_softmax(scores, block_size):
 
 
 # --8<-- [start:tiled]
-def tiled_attention(q, k, v, causal=False, key_padding=None, tile=256):
-    """softmax(q kᵀ / √D) v for q (B, H, T, D), k and v (B, H, S, D), in float32 or
-    float64, one (tile × tile) block of scores at a time: the (T, S) matrix of scores
-    is never built.
+def hidden_keys(causal, key_padding, t0, tq, s0, ts):
+    """Where the (tq, ts) tile of scores of queries t0.. and keys s0.. is hidden, as a
+    mask that broadcasts to (B, H, tq, ts), or None where nothing is: only diagonal
+    tiles (causal) and tiles with padding are masked."""
+    hidden = None
+    if causal and s0 + ts - 1 > t0:  # a key of this tile lies after a query
+        cols, rows = torch.arange(s0, s0 + ts), torch.arange(t0, t0 + tq)
+        hidden = cols[None, :] > rows[:, None]  # (tq, ts)
+    if key_padding is not None:
+        padded = key_padding[:, None, None, s0 : s0 + ts]  # (B, 1, 1, ts)
+        hidden = padded if hidden is None else hidden | padded
+    return hidden
+
+
+def tiled_attention(q, k, v, causal=False, key_padding=None, tile=256, return_lse=False):
+    """softmax(q kᵀ / √D) v for q (B, H, T, D), k and v (B, H, S, D), one (tile × tile)
+    block of scores at a time: the (T, S) matrix of scores is never built. Inputs in
+    float32 or float64, or in bfloat16 or float16 with float32 sums; the output has the
+    inputs' dtype.
 
     causal: query t sees keys 0..t (T == S). key_padding: (B, S) bool, True at padding.
     A query that may see no key gets a zero output, as F.scaled_dot_product_attention.
+    return_lse: also return each query's log-sum-exp m + log ℓ, (B, H, T), +inf for a
+    query that sees no key: all the backward pass keeps of the weights.
     """
     T, D = q.shape[-2:]  # q: (B, H, T, D)
     S = k.size(2)
     assert not causal or T == S, "causal: as many queries as keys"
-    out = torch.zeros_like(q)  # (B, H, T, D)
+    dtype = torch.promote_types(q.dtype, torch.float32)  # of the sums: float32 at least
+    out = torch.zeros_like(q)  # (B, H, T, D), in the inputs' dtype
+    lse = q.new_zeros(q.shape[:-1], dtype=dtype) if return_lse else None  # (B, H, T)
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     for t0 in range(0, T, tile):
         q_tile = q[:, :, t0 : t0 + tile] / math.sqrt(D)  # (B, H, tq, D)
         tq = q_tile.size(2)
-        best = torch.full(q_tile.shape[:-1], -math.inf)  # (B, H, tq): largest score
-        total = torch.zeros(q_tile.shape[:-1])  # (B, H, tq): sum of exp(score - best)
+        best = q.new_full(q_tile.shape[:-1], -math.inf)  # (B, H, tq): largest score
+        total = q.new_zeros(q_tile.shape[:-1])  # (B, H, tq): sum of exp(score - best)
         acc = torch.zeros_like(q_tile)  # (B, H, tq, D): sum of exp(score - best) · v
         # causal: the tiles right of the diagonal hold no key these queries may see
         stop = min(S, t0 + tq) if causal else S
@@ -59,14 +79,7 @@ def tiled_attention(q, k, v, causal=False, key_padding=None, tile=256):
             k_tile = k[:, :, s0 : s0 + tile]  # (B, H, ts, D)
             v_tile = v[:, :, s0 : s0 + tile]  # (B, H, ts, D)
             scores = q_tile @ k_tile.transpose(-2, -1)  # (B, H, tq, ts): this tile only
-            ts = k_tile.size(2)
-            hidden = None  # where the scores are hidden: only diagonal tiles and padding
-            if causal and s0 + ts - 1 > t0:  # a key of this tile lies after a query
-                cols, rows = torch.arange(s0, s0 + ts), torch.arange(t0, t0 + tq)
-                hidden = cols[None, :] > rows[:, None]  # (tq, ts)
-            if key_padding is not None:
-                padded = key_padding[:, None, None, s0 : s0 + tile]  # (B, 1, 1, ts)
-                hidden = padded if hidden is None else hidden | padded
+            hidden = hidden_keys(causal, key_padding, t0, tq, s0, k_tile.size(2))
             if hidden is not None:
                 scores = scores.masked_fill(hidden, -math.inf)
             new_best = torch.maximum(best, scores.amax(dim=-1))  # (B, H, tq)
@@ -80,7 +93,9 @@ def tiled_attention(q, k, v, causal=False, key_padding=None, tile=256):
         # a row that saw no key has total 0 and acc 0: its output stays 0
         tiny = torch.finfo(total.dtype).tiny
         out[:, :, t0 : t0 + tile] = acc / total.clamp(min=tiny)[..., None]
-    return out
+        if return_lse:
+            lse[:, :, t0 : t0 + tile] = torch.where(total > 0, best + total.log(), math.inf)
+    return (out, lse) if return_lse else out
 
 
 # --8<-- [end:tiled]
@@ -94,6 +109,51 @@ def naive_attention(q, k, v):
 
 
 # --8<-- [end:naive]
+
+
+# --8<-- [start:backward]
+class TiledAttention(torch.autograd.Function):
+    """tiled_attention with a backward pass that builds no (T, S) matrix either, as
+    FlashAttention-2's: the forward pass keeps the output and each query's log-sum-exp
+    L = m + log ℓ, and the backward pass recomputes each tile's weights from them.
+    float32 or float64. TiledAttention.apply(q, k, v, causal, key_padding, tile)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal=False, key_padding=None, tile=256):
+        out, lse = tiled_attention(q, k, v, causal, key_padding, tile, return_lse=True)
+        ctx.save_for_backward(q, k, v, out, lse)  # no (T, S) matrix among them
+        ctx.causal, ctx.key_padding, ctx.tile = causal, key_padding, tile
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out):  # d_out: (B, H, T, D), the loss's gradient for the output
+        q, k, v, out, lse = ctx.saved_tensors
+        (T, D), S, tile = q.shape[-2:], k.size(2), ctx.tile
+        d_q, d_k, d_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+        # Δ_t = Σ_s P_ts dP_ts, where dP = dO vᵀ: one dot product per query, dO_t · O_t
+        delta = (d_out * out).sum(dim=-1)  # (B, H, T)
+        for t0 in range(0, T, tile):
+            q_tile = q[:, :, t0 : t0 + tile] / math.sqrt(D)  # (B, H, tq, D), as forward
+            tq = q_tile.size(2)
+            rows = slice(t0, t0 + tq)
+            stop = min(S, t0 + tq) if ctx.causal else S
+            for s0 in range(0, stop, tile):
+                k_tile, v_tile = k[:, :, s0 : s0 + tile], v[:, :, s0 : s0 + tile]
+                cols = slice(s0, s0 + k_tile.size(2))
+                scores = q_tile @ k_tile.transpose(-2, -1)  # (B, H, tq, ts), again
+                hidden = hidden_keys(ctx.causal, ctx.key_padding, t0, tq, s0, k_tile.size(2))
+                if hidden is not None:
+                    scores = scores.masked_fill(hidden, -math.inf)
+                weights = torch.exp(scores - lse[:, :, rows, None])  # P, recomputed
+                d_v[:, :, cols] += weights.transpose(-2, -1) @ d_out[:, :, rows]
+                d_weights = d_out[:, :, rows] @ v_tile.transpose(-2, -1)  # dP (B, H, tq, ts)
+                d_scores = weights * (d_weights - delta[:, :, rows, None])  # dS = P ∘ (dP − Δ)
+                d_q[:, :, rows] += d_scores @ k_tile / math.sqrt(D)
+                d_k[:, :, cols] += d_scores.transpose(-2, -1) @ q_tile
+        return d_q, d_k, d_v, None, None, None
+
+
+# --8<-- [end:backward]
 
 
 # --8<-- [start:peak_memory]
