@@ -113,10 +113,11 @@ def naive_attention(q, k, v):
 
 # --8<-- [start:backward]
 class TiledAttention(torch.autograd.Function):
-    """tiled_attention with a backward pass that builds no (T, S) matrix either, as
-    FlashAttention-2's: the forward pass keeps the output and each query's log-sum-exp
-    L = m + log ℓ, and the backward pass recomputes each tile's weights from them.
-    float32 or float64. TiledAttention.apply(q, k, v, causal, key_padding, tile)."""
+    """tiled_attention with a backward pass that builds no (T, S) matrix either: the
+    forward pass keeps what FlashAttention-2 keeps, the output and each query's
+    log-sum-exp L = m + log ℓ, and the backward pass recomputes each tile's weights from
+    them. Inputs of any dtype tiled_attention takes, sums in float32 at least; first
+    derivatives only. TiledAttention.apply(q, k, v, causal, key_padding, tile)."""
 
     @staticmethod
     def forward(ctx, q, k, v, causal=False, key_padding=None, tile=256):
@@ -126,8 +127,11 @@ class TiledAttention(torch.autograd.Function):
         return out
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # lse is kept as a constant
     def backward(ctx, d_out):  # d_out: (B, H, T, D), the loss's gradient for the output
+        dtype = d_out.dtype
         q, k, v, out, lse = ctx.saved_tensors
+        q, k, v, out, d_out = (t.to(lse.dtype) for t in (q, k, v, out, d_out))  # as forward
         (T, D), S, tile = q.shape[-2:], k.size(2), ctx.tile
         d_q, d_k, d_v = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
         # Δ_t = Σ_s P_ts dP_ts, where dP = dO vᵀ: one dot product per query, dO_t · O_t
@@ -150,7 +154,7 @@ class TiledAttention(torch.autograd.Function):
                 d_scores = weights * (d_weights - delta[:, :, rows, None])  # dS = P ∘ (dP − Δ)
                 d_q[:, :, rows] += d_scores @ k_tile / math.sqrt(D)
                 d_k[:, :, cols] += d_scores.transpose(-2, -1) @ q_tile
-        return d_q, d_k, d_v, None, None, None
+        return d_q.to(dtype), d_k.to(dtype), d_v.to(dtype), None, None, None
 
 
 # --8<-- [end:backward]

@@ -357,9 +357,9 @@ def test_a_query_that_sees_no_key_gets_no_gradient():
 
 
 def test_the_tiled_backward_pass_keeps_no_matrix_and_runs_five_products_a_tile():
-    """The page: forward and backward together hold a few tiles, not (T, T); the backward
-    pass runs 5 matrix products per tile (q kᵀ again, then dV, dP, dq and dk), one more
-    than a backward pass that kept the weights."""
+    """The page: forward and backward together hold a few tiles, not (T, T), where the
+    naive version holds three (T, T) matrices; the backward pass runs 5 matrix products
+    per tile (q kᵀ again, then dV, dP, dq and dk)."""
     T, tile = 1024, 128
     q, k, v = (t.requires_grad_() for t in qkv((1, 1, T, 64), seed=6))
 
@@ -371,10 +371,52 @@ def test_the_tiled_backward_pass_keeps_no_matrix_and_runs_five_products_a_tile()
     tiled = peak_tensor_bytes(
         lambda: train_step(lambda *x: TiledAttention.apply(*x, False, None, tile))
     )
-    assert naive >= 2 * T * T * 4  # scores and weights, and their gradients after them
+    assert naive >= 3 * T * T * 4  # the weights, kept for the backward pass, dP and dS
     # q, k, v, the output, its gradient, and the three gradients: eight (T, D); a few tiles
     assert tiled <= 8 * T * 64 * 4 + 16 * tile * tile * 4 < T * T * 4
     with torch.enable_grad():
         out = TiledAttention.apply(q, k, v, False, None, tile)
         names = operation_names(lambda: out.sum().backward())
     assert names.count("aten::matmul") == 5 * (T // tile) ** 2
+
+
+def test_the_backward_pass_passes_gradcheck_in_float64():
+    """Finite differences in float64, causal, T not a multiple of the tile, and left
+    padding, so that rows that see no key share tiles with rows that do."""
+    generator = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, 2, 13, 4, generator=generator, dtype=torch.float64)
+               .requires_grad_() for _ in range(3))  # fmt: skip
+    padding = torch.zeros(2, 13, dtype=torch.bool)
+    padding[1, :5] = True  # causal: the second row's queries 0 to 4 see no key
+    with torch.enable_grad():
+        assert torch.autograd.gradcheck(
+            lambda a, b, c: TiledAttention.apply(a, b, c, True, padding, 4), (q, k, v)
+        )
+
+
+def test_the_backward_pass_in_bfloat16_is_as_exact_as_sdpas(prove):
+    """bfloat16 inputs, float32 sums: each gradient against float64's, at most SIMILAR_ERROR
+    times the error of SDPA's (math backend, as in judged_against_float64)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = (t.to(torch.bfloat16) for t in qkv((2, 4, 300, 32), seed=12))
+    d_out = torch.randn(2, 4, 300, 32, generator=torch.Generator().manual_seed(3))
+
+    def gradients(attention, dtype):
+        leaves = [t.to(dtype).requires_grad_() for t in (q, k, v)]
+        with torch.enable_grad():
+            return torch.autograd.grad(attention(*leaves), leaves, d_out.to(dtype))
+
+    exact = gradients(lambda *x: F.scaled_dot_product_attention(*x, is_causal=True),
+                      torch.float64)  # fmt: skip
+    with sdpa_kernel(SDPBackend.MATH):
+        sdpa = gradients(lambda *x: F.scaled_dot_product_attention(*x, is_causal=True),
+                         torch.bfloat16)  # fmt: skip
+    ours = gradients(lambda *x: TiledAttention.apply(*x, True, None, 128), torch.bfloat16)
+    for name, mine, theirs, reference in zip("qkv", ours, sdpa, exact, strict=True):
+        assert mine.dtype == torch.bfloat16
+        prove("tiled attention's backward pass, tiles of 128, causal, bfloat16",
+              "`F.scaled_dot_product_attention`'s gradients in float64",
+              f"the gradient for {name}, random q, k, v, (2, 4, 300, 32), in bfloat16",
+              mine.double(), reference,
+              SIMILAR_ERROR * (theirs.double() - reference).abs().max().item())  # fmt: skip
