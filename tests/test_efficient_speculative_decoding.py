@@ -11,6 +11,8 @@ measured. The counts the page prints rest on argmaxes: a test pins that no top t
 logits behind them are within rounding of each other.
 """
 
+import re
+
 import pytest
 import torch
 from transformers import DynamicCache
@@ -329,3 +331,10 @@ def test_the_prose_quotes_the_shares_as_the_page_prints_them(target):
     assert f"do {one} and {two} of its work" in page
     assert f"3 blocks: {three} of the target's multiply-adds" in page
     assert page.count(f"does {three} of the target's") == 2  # a bullet and a paragraph
+
+
+def test_the_prose_quotes_alpha_as_the_page_prints_it():
+    """The bullet on the draft of 3 blocks quotes its α from the page's table."""
+    text = (DOCS / "efficient" / "speculative-decoding.md").read_text()
+    printed = re.search(r"^3  (0\.\d\d)  counted", text, re.MULTILINE)
+    assert printed and f"its α, {printed[1]}," in " ".join(text.split())
