@@ -5,9 +5,13 @@ output, token for token.
 The draft is the target's own first layers, then its final LayerNorm and its tied head
 (self-speculation): no second checkpoint, the same tokenizer by construction.
 
+With sampling, the rejection rule of speculative sampling at one position, the exact
+distribution it gives, and Pearson's χ² test of draws against a distribution.
+
 docs/efficient/speculative-decoding.md includes the sections marked below;
 tests/test_efficient_speculative_decoding.py proves the loop equal to the target's greedy
-decoding and to `model.generate(assistant_model=...)`. Shapes: the batch is one sequence;
+decoding and to `model.generate(assistant_model=...)`, and the rule's tokens distributed
+as the target's. Shapes: the batch is one sequence;
 n tokens so far, k proposals per round, a of them accepted, V vocabulary size.
 """
 
@@ -161,3 +165,53 @@ def multiply_adds(config, blocks, context):
 
 
 # --8<-- [end:multiply_adds]
+
+
+# --8<-- [start:sampling]
+def accept_or_resample(p, q, guesses, generator=None):
+    """Speculative sampling's rule at one position: p and q (V,) the target's and the
+    draft's distributions there, guesses (N,) N independent draws from q. Keeps a guess x
+    with probability min(1, p(x) / q(x)); in place of a rejected one, draws a token from
+    max(0, p - q), renormalised. Returns the tokens (N,) and which guesses were kept."""
+    kept = torch.rand(guesses.shape, generator=generator) * q[guesses] <= p[guesses]
+    residual = (p - q).clamp(min=0)  # (V,); zero only where p = q, and then all are kept
+    if not residual.any():
+        return guesses, kept
+    # multinomial renormalises; one draw per guess, used where the guess was rejected
+    fallback = torch.multinomial(residual, len(guesses), replacement=True, generator=generator)
+    return torch.where(kept, guesses, fallback), kept
+
+
+def distribution_after_the_rule(p, q):
+    """The exact distribution (V,) of the token the rule gives, enumerating the draft's
+    proposals x, each drawn with probability q(x): kept with min(1, p(x) / q(x)), else
+    replaced by a draw from max(0, p - q), renormalised."""
+    residual = (p - q).clamp(min=0)
+    out = torch.zeros_like(p)
+    for x in range(len(p)):
+        if q[x] == 0:
+            continue  # never proposed
+        keep = min(1.0, (p[x] / q[x]).item())
+        out[x] += q[x] * keep
+        if residual.sum() > 0:
+            out += q[x] * (1 - keep) * residual / residual.sum()
+    return out
+
+
+def chi_square_p_value(tokens, p):
+    """Pearson's χ² test that tokens (N,) were drawn from p (V,): the probability of a χ²
+    this large or larger if they were. Tokens expected fewer than 5 times share one bin."""
+    counts, expected = torch.bincount(tokens, minlength=len(p)).double(), len(tokens) * p.double()
+    often = expected >= 5
+    observed = torch.cat([counts[often], counts[~often].sum()[None]])
+    expected = torch.cat([expected[often], expected[~often].sum()[None]])
+    if expected[-1] == 0:  # the shared bin holds only tokens p never gives
+        if observed[-1] > 0:
+            return 0.0
+        observed, expected = observed[:-1], expected[:-1]
+    chi2 = ((observed - expected) ** 2 / expected).sum()
+    degrees = torch.tensor(len(observed) - 1, dtype=torch.float64)
+    return torch.special.gammaincc(degrees / 2, chi2 / 2).item()
+
+
+# --8<-- [end:sampling]
