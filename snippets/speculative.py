@@ -93,7 +93,9 @@ def accept(guesses, choices):
 def speculative_decode(target, draft, input_ids, max_new_tokens, k, eos_token_id=None):
     """Greedy decoding of `target`, with k tokens guessed by `draft` in each round.
     Returns the ids, (1, n + max_new_tokens), fewer if eos_token_id comes first, and the
-    counts: rounds (forward passes of the target), proposed and accepted guesses."""
+    counts: rounds (forward passes of the target), proposed and accepted guesses. A round
+    ends with one token of the target's, or with an eos among its accepted guesses, which
+    then counts as that token: rounds + accepted is the number of new tokens."""
     ids, end = input_ids, input_ids.shape[1] + max_new_tokens  # ids: (1, n)
     target_cache = DynamicCache(config=target.config)
     draft_cache = DynamicCache(config=draft.config)
@@ -107,11 +109,11 @@ def speculative_decode(target, draft, input_ids, max_new_tokens, k, eos_token_id
         logits = target(checked, past_key_values=target_cache, use_cache=True).logits
         choices = logits[:, -(k_now + 1) :].argmax(dim=-1)  # (1, k_now + 1)
         new = accept(guesses, choices)  # (1, a + 1)
-        counts["rounds"] += 1
-        counts["proposed"] += k_now
-        counts["accepted"] += new.shape[1] - 1
         if eos_token_id in new[0].tolist():  # stop after eos, as generate does
             new = new[:, : new[0].tolist().index(eos_token_id) + 1]
+        counts["rounds"] += 1
+        counts["proposed"] += k_now
+        counts["accepted"] += new.shape[1] - 1  # the guesses kept before the round's last
         ids = torch.cat([ids, new], dim=1)  # (1, n + a + 1)
         # each cache keeps the tokens that stay, all but the newest, which no model has run;
         # crop takes how many tokens to remove, as a negative number

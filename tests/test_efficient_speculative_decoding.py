@@ -210,8 +210,9 @@ def test_an_eos_inside_a_run_of_accepted_guesses_stops_there(
     itself = early_exit_draft(target, target.config.n_layer)  # the eos comes mid-round
     for draft in (itself, drafts[3]):
         for k in range(1, 9):
-            ours, _ = speculative_decode(target, draft, prompt, NEW_TOKENS, k, newline)
+            ours, counts = speculative_decode(target, draft, prompt, NEW_TOKENS, k, newline)
             assert torch.equal(ours, reference)
+            assert counts["rounds"] + counts["accepted"] == ours.shape[1] - prompt.shape[1]
 
 
 @pytest.mark.parametrize("n_layer", [1, 2, 3])
