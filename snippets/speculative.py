@@ -10,8 +10,8 @@ distribution it gives, and Pearson's χ² test of draws against a distribution.
 
 docs/efficient/speculative-decoding.md includes the sections marked below;
 tests/test_efficient_speculative_decoding.py proves the loop equal to the target's greedy
-decoding and to `model.generate(assistant_model=...)`, and the rule's tokens distributed
-as the target's. Shapes: the batch is one sequence;
+decoding and to `model.generate(assistant_model=...)`, and tests the rule's tokens against
+the target's distribution. Shapes: the batch is one sequence;
 n tokens so far, k proposals per round, a of them accepted, V vocabulary size.
 """
 
@@ -175,8 +175,9 @@ def accept_or_resample(p, q, guesses, generator=None):
     draft's distributions there, guesses (N,) N independent draws from q. Keeps a guess x
     with probability min(1, p(x) / q(x)); in place of a rejected one, draws a token from
     max(0, p - q), renormalised. Returns the tokens (N,) and which guesses were kept."""
-    kept = torch.rand(guesses.shape, generator=generator) * q[guesses] <= p[guesses]
-    residual = (p - q).clamp(min=0)  # (V,); zero only where p = q, and then all are kept
+    # u < p(x) / q(x), u uniform in [0, 1): a token the target never picks is never kept
+    kept = torch.rand(guesses.shape, generator=generator) * q[guesses] < p[guesses]
+    residual = (p - q).clamp(min=0)  # (V,); all zero only if p = q (to rounding): all kept
     if not residual.any():
         return guesses, kept
     # multinomial renormalises; one draw per guess, used where the guess was rejected
@@ -204,12 +205,12 @@ def chi_square_p_value(tokens, p):
     """Pearson's χ² test that tokens (N,) were drawn from p (V,): the probability of a χ²
     this large or larger if they were. Tokens expected fewer than 5 times share one bin."""
     counts, expected = torch.bincount(tokens, minlength=len(p)).double(), len(tokens) * p.double()
+    if counts[expected == 0].sum() > 0:  # a token p never gives
+        return 0.0
     often = expected >= 5
     observed = torch.cat([counts[often], counts[~often].sum()[None]])
     expected = torch.cat([expected[often], expected[~often].sum()[None]])
-    if expected[-1] == 0:  # the shared bin holds only tokens p never gives
-        if observed[-1] > 0:
-            return 0.0
+    if expected[-1] == 0:  # the shared bin holds only tokens p never gives, none drawn
         observed, expected = observed[:-1], expected[:-1]
     chi2 = ((observed - expected) ** 2 / expected).sum()
     degrees = torch.tensor(len(observed) - 1, dtype=torch.float64)
