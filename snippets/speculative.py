@@ -190,14 +190,14 @@ def distribution_after_the_rule(p, q):
     proposals x, each drawn with probability q(x): kept with min(1, p(x) / q(x)), else
     replaced by a draw from max(0, p - q), renormalised."""
     residual = (p - q).clamp(min=0)
+    replacement = residual / residual.sum() if residual.any() else torch.zeros_like(p)
     out = torch.zeros_like(p)
     for x in range(len(p)):
         if q[x] == 0:
             continue  # never proposed
         keep = min(1.0, (p[x] / q[x]).item())
         out[x] += q[x] * keep
-        if residual.sum() > 0:
-            out += q[x] * (1 - keep) * residual / residual.sum()
+        out += q[x] * (1 - keep) * replacement
     return out
 
 

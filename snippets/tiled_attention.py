@@ -143,9 +143,10 @@ class TiledAttention(torch.autograd.Function):
             stop = min(S, t0 + tq) if ctx.causal else S
             for s0 in range(0, stop, tile):
                 k_tile, v_tile = k[:, :, s0 : s0 + tile], v[:, :, s0 : s0 + tile]
-                cols = slice(s0, s0 + k_tile.size(2))
+                ts = k_tile.size(2)
+                cols = slice(s0, s0 + ts)
                 scores = q_tile @ k_tile.transpose(-2, -1)  # (B, H, tq, ts), again
-                hidden = hidden_keys(ctx.causal, ctx.key_padding, t0, tq, s0, k_tile.size(2))
+                hidden = hidden_keys(ctx.causal, ctx.key_padding, t0, tq, s0, ts)
                 if hidden is not None:
                     scores = scores.masked_fill(hidden, -math.inf)
                 weights = torch.exp(scores - lse[:, :, rows, None])  # P, recomputed
