@@ -1,7 +1,9 @@
-"""int8, Q8_0 and Q4_1 by hand (snippets/quantization.py) against PyTorch and the gguf
-package, on inputs no page shows: every quantized tensor of the SmolLM2 file, every
-matrix of the book's GPT-2, GPT-2 124M's sizes, blocks of zeros, constant blocks,
-exact halves. All equalities are exact: the formats are defined to the bit.
+"""int8, Q8_0, Q4_1, Q4_K and Q6_K by hand (snippets/quantization.py) against PyTorch and
+the gguf package, on inputs no page shows: every quantized tensor of the SmolLM2 file,
+every matrix of the book's GPT-2, GPT-2 124M's sizes, blocks of zeros, constant blocks,
+exact halves, random bytes. All equalities are exact: the formats are defined to the bit.
+gguf cannot write K-quants, so the page's K-quant writers are checked by what they
+promise: the nearest level to each weight, given the super-block's rounded scales.
 """
 
 import numpy as np
@@ -15,11 +17,16 @@ from transformers.pytorch_utils import Conv1D
 from snippets.hub import GPT2_SHAKESPEARE, SMOLLM2_GGUF
 from snippets.quantization import (
     dequantize_q4_1,
+    dequantize_q4_k,
+    dequantize_q6_k,
     dequantize_q8_0,
     quantize_int8,
     quantize_q4_1,
+    quantize_q4_k,
+    quantize_q6_k,
     quantize_q8_0,
     round_half_away,
+    unpack_six_bits,
 )
 
 pytestmark = pytest.mark.usefixtures("no_grad")
@@ -143,3 +150,88 @@ def test_q4_1_low_nibbles_hold_the_first_half_of_a_block():
     weights = torch.cat([torch.zeros(16), torch.ones(16)])[None, :]  # levels 0, then 15
     packed = quantize_q4_1(weights)[4:]  # after d and m
     assert packed.tolist() == [0xF0] * 16  # low 4 bits 0, high 4 bits 15
+
+
+K_QUANTS = {
+    # write, read, bytes a super-block of 256 weights, where its float16 steps are
+    "Q4_K": (quantize_q4_k, dequantize_q4_k, 144, [0, 2]),
+    "Q6_K": (quantize_q6_k, dequantize_q6_k, 210, [208]),
+}
+
+
+def ggufs_reading(raw, kind, shape):
+    rows = raw.view(shape[0], -1).numpy()  # gguf reads (rows, bytes a row)
+    return torch.from_numpy(dequantize(rows, GGMLQuantizationType[kind]))
+
+
+@pytest.mark.parametrize("kind", K_QUANTS)
+def test_k_quants_read_random_bytes_as_gguf(kind):
+    """Every byte pattern is a valid super-block, but for steps that are not finite:
+    random bytes reach every bit of the scales' packing, and steps from subnormal to
+    float16's largest, of both signs."""
+    _, read, size, steps_at = K_QUANTS[kind]
+    generator = torch.Generator().manual_seed(0)
+    raw = torch.randint(0, 256, (64, size), dtype=torch.uint8, generator=generator)
+    steps = torch.randn(64, len(steps_at), generator=generator)
+    steps[:4] = torch.tensor([65504.0, -65504.0, 6e-8, 0.0])[:, None]
+    for column, at in enumerate(steps_at):
+        raw[:, at : at + 2] = steps[:, column : column + 1].half().view(torch.uint8)
+    for rows in (64, 16, 1):  # 1, 4 and 64 super-blocks a row
+        shape = (rows, 64 * 256 // rows)
+        assert torch.equal(read(raw.flatten(), shape), ggufs_reading(raw, kind, shape)), rows
+
+
+def test_six_bit_packing_order():
+    """The page: bytes 0-3 hold scales 0-3; bytes 8-11 the low 4 bits of scales 4-7."""
+    packed = torch.tensor([[1, 2, 3, 0xC4, 5, 6, 7, 0x48, 0x9A, 0, 0, 0]], dtype=torch.uint8)
+    scales, mins = unpack_six_bits(packed)
+    assert scales.tolist() == [[1, 2, 3, 4, 10, 0, 0, 48]]
+    assert mins.tolist() == [[5, 6, 7, 8, 9, 0, 0, 16]]
+
+
+def nearest_levels(blocks, levels):
+    """For each weight of blocks (n, m, w), the distance to the nearest of its sub-block's
+    levels (n, m, L)."""
+    return (blocks[..., None] - levels[:, :, None, :]).abs().amin(dim=-1)
+
+
+def k_quant_levels(raw, kind, n):
+    """Every value a super-block's rounded scales can give: (n, sub-blocks, levels)."""
+    blocks = raw.view(n, -1)
+    if kind == "Q4_K":
+        d, dmin = (blocks[:, at : at + 2].contiguous().view(torch.float16).float() for at in (0, 2))
+        scales, mins = unpack_six_bits(blocks[:, 4:16])
+        q = torch.arange(16.0)
+        return (d * scales)[..., None] * q - (dmin * mins)[..., None]
+    d = blocks[:, 208:210].contiguous().view(torch.float16).float()
+    scales = blocks[:, 192:208].contiguous().view(torch.int8).float()
+    return (d * scales)[..., None] * torch.arange(-32.0, 32.0)
+
+
+def k_quant_inputs():
+    generator = torch.Generator().manual_seed(0)
+    model = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
+    matrices = [w.detach() for w in gpt2_matrices(model)]
+    matrices += [w.repeat(1, 4) for _, w in edge_cases(generator)]  # rows of 256
+    matrices.append(torch.rand(8, 512, generator=generator) + 0.5)  # no negative weight
+    torch.manual_seed(0)
+    big = GPT2LMHeadModel(GPT2Config(n_layer=1))  # GPT-2 124M's sizes, random init
+    return matrices + [w.detach()[:64] for w in gpt2_matrices(big)]  # rows of 768 and 3072
+
+
+@pytest.mark.parametrize("kind", K_QUANTS)
+def test_k_quant_writers_give_the_nearest_level_and_read_as_gguf(kind):
+    write, read, size, _ = K_QUANTS[kind]
+    sub_block = {"Q4_K": 32, "Q6_K": 16}[kind]
+    for weight in k_quant_inputs():
+        raw = write(weight)
+        restored = read(raw, weight.shape)
+        assert len(raw) == weight.numel() // 256 * size
+        assert torch.equal(restored, ggufs_reading(raw, kind, weight.shape))
+        n = weight.numel() // 256
+        levels = k_quant_levels(raw, kind, n)  # (n, sub-blocks, levels)
+        blocks = weight.reshape(n, -1, sub_block)
+        chosen = (blocks - restored.reshape(n, -1, sub_block)).abs()
+        nearest = nearest_levels(blocks, levels)
+        # rounded once against a step held as its inverse: up to a few float32 ulps off
+        assert (chosen - nearest <= 1e-6 * blocks.abs().amax()).all(), weight.shape

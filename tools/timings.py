@@ -34,9 +34,9 @@ BUDGETS: dict[str, tuple[float, str]] = {  # page -> (CPU seconds, why it needs 
     "efficient/lora.md": (60, "32 AdamW steps of LoRA on MiniLM, two steps beside peft's"),
     "bert/sentence-embeddings.md": (25, "embeds the 3,081 lines of The Tempest with MiniLM"),
     "efficient/quantization.md": (
-        30,
-        "held-out loss of the book's GPT-2 on Act 1 of The Tempest in six formats, and the "
-        "SmolLM2 file read byte by byte",
+        40,
+        "held-out loss of the book's GPT-2 on Act 1 of The Tempest in eight formats, two "
+        "written by hand as K-quants, and the SmolLM2 file read byte by byte",
     ),
 }
 
