@@ -1,9 +1,11 @@
 """Quantization by hand: int8 with one scale per output channel, then GGUF's block formats
-Q8_0 and Q4_1, read and written byte by byte.
+Q8_0 and Q4_1, read and written byte by byte, and the K-quants Q4_K and Q6_K, read by hand
+and written by simple writers of the page's own.
 
 docs/efficient/quantization.md includes the sections marked below;
 tests/test_efficient_quantization.py proves them equal to
-torch.fake_quantize_per_channel_affine and to the gguf package's quantize and dequantize.
+torch.fake_quantize_per_channel_affine and to the gguf package's quantize and dequantize
+(gguf cannot write K-quants: their writers are checked for the nearest level instead).
 """
 
 import torch
@@ -181,7 +183,7 @@ def quantize_q4_k(weight):
 def quantize_q6_k(weight):
     """weight (rows, cols), cols a multiple of 256 -> Q6_K bytes, uint8. Each sub-block of
     16 with its largest |weight| at ±31, as Q8_0's writer does at ±127; then the 16
-    scales rounded to 8 bits against their largest, and the values against those."""
+    scales rounded to 0...127 against their largest, and the values against those."""
     assert weight.shape[-1] % 256 == 0, "super-blocks of 256 weights of one row"
     blocks = weight.float().reshape(-1, 16, 16)  # (n, 16, 16)
     scale = blocks.abs().amax(dim=2) / 31  # (n, 16)

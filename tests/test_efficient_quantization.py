@@ -6,6 +6,8 @@ gguf cannot write K-quants, so the page's K-quant writers are checked by what th
 promise: the nearest level to each weight, given the super-block's rounded scales.
 """
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -28,6 +30,7 @@ from snippets.quantization import (
     round_half_away,
     unpack_six_bits,
 )
+from tools.pages import DOCS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 
@@ -235,3 +238,22 @@ def test_k_quant_writers_give_the_nearest_level_and_read_as_gguf(kind):
         nearest = nearest_levels(blocks, levels)
         # rounded once against a step held as its inverse: up to a few float32 ulps off
         assert (chosen - nearest <= 1e-6 * blocks.abs().amax()).all(), weight.shape
+
+
+def test_the_prose_reads_the_loss_table_as_the_page_prints_it():
+    """Every number the prose takes from the table, and each comparison it draws."""
+    text = (DOCS / "efficient" / "quantization.md").read_text()
+    rows = re.findall(r"^(\S+(?: mix)?) +[\d.]+ MiB, +([\d.]+) bits a weight: +([\d.]+)% +"
+                      r"([\d.]+) nats/char \(([+-][\d.]+)\)$", text, re.MULTILINE)  # fmt: skip
+    table = {fmt: [float(x) for x in numbers] for fmt, *numbers in rows}
+    prose = " ".join(text.split())
+    assert len(table) == 8
+    assert all(abs(table[f][3]) < 0.0005 for f in ("int8", "Q8_0", "Q6_K"))  # "less than"
+    q4_k, q4_1, q4_0 = table["Q4_K"], table["Q4_1"], table["Q4_0"]
+    assert f"error of {q4_k[1]:.2f} % against Q4_0's {q4_0[1]:.2f} %" in prose
+    assert q4_k[1] - q4_1[1] == pytest.approx(0.02, abs=0.005) and q4_k[2] < q4_1[2]
+    assert "its error is higher by 0.02 points and its loss lower by under 0.002" in prose
+    assert table["Q4_1 mix"][0] - q4_1[0] == pytest.approx(0.9)
+    assert "in Q8_0, which here costs 0.9 bits a weight more" in prose
+    ranked = sorted(["Q4_0", "Q4_1", "Q4_1 mix"], key=lambda f: table[f][1], reverse=True)
+    assert ranked == sorted(ranked, key=lambda f: table[f][2], reverse=True)  # loss follows
