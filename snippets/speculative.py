@@ -169,6 +169,22 @@ def multiply_adds(config, blocks, context):
 # --8<-- [end:multiply_adds]
 
 
+# --8<-- [start:round_multiply_adds]
+def round_multiply_adds(config, L, k, context, shared):
+    """Multiply-adds of one round with the draft of L blocks, each token counted as one
+    pass with `context` tokens in the cache: the draft's k passes, then the target's check
+    of k + 1 tokens. Shared, as in LayerSkip: the check takes the draft's outputs of the
+    first L blocks, and their cache, for every token but the k-th guess, which the draft
+    never ran; k tokens skip those L blocks."""
+    draft = k * multiply_adds(config, L, context)
+    check = (k + 1) * multiply_adds(config, config.n_layer, context)
+    blocks = multiply_adds(config, L, context) - multiply_adds(config, 0, context)  # L B
+    return draft + check - k * blocks if shared else draft + check
+
+
+# --8<-- [end:round_multiply_adds]
+
+
 # --8<-- [start:sampling]
 def accept_or_resample(p, q, guesses, generator=None):
     """Speculative sampling's rule at one position: p and q (V,) the target's and the
@@ -203,15 +219,21 @@ def distribution_after_the_rule(p, q):
 
 def chi_square_p_value(tokens, p):
     """Pearson's χ² test that tokens (N,) were drawn from p (V,): the probability of a χ²
-    this large or larger if they were. Tokens expected fewer than 5 times share one bin."""
+    this large or larger if they were. Tokens expected fewer than 5 times share one bin,
+    itself merged into the smallest other bin if it too expects fewer than 5."""
     counts, expected = torch.bincount(tokens, minlength=len(p)).double(), len(tokens) * p.double()
     if counts[expected == 0].sum() > 0:  # a token p never gives
         return 0.0
     often = expected >= 5
-    observed = torch.cat([counts[often], counts[~often].sum()[None]])
-    expected = torch.cat([expected[often], expected[~often].sum()[None]])
-    if expected[-1] == 0:  # the shared bin holds only tokens p never gives, none drawn
-        observed, expected = observed[:-1], expected[:-1]
+    observed, rare = counts[often], counts[~often].sum()
+    expected, rare_expected = expected[often], expected[~often].sum()
+    if rare_expected >= 5:
+        observed = torch.cat([observed, rare[None]])
+        expected = torch.cat([expected, rare_expected[None]])
+    else:  # none, or too few to stand alone
+        smallest = expected.argmin()
+        observed[smallest] += rare
+        expected[smallest] += rare_expected
     chi2 = ((observed - expected) ** 2 / expected).sum()
     degrees = torch.tensor(len(observed) - 1, dtype=torch.float64)
     return torch.special.gammaincc(degrees / 2, chi2 / 2).item()

@@ -5,17 +5,19 @@ greedy decoding (`model.generate(do_sample=False)`) and transformers' assisted g
 Prompts from across The Tempest (held out from training), every k from 1 to 8, drafts of
 1, 2 and 3 blocks, generations that fill the 256 positions, a draft that is always right
 (every round ends with the bonus token), a draft that is always wrong (every guess
-rejected), and an eos inside a run of accepted guesses. Token equalities are exact; the
-draft's logits are float32 and proved within a tolerance 10× the largest difference
-measured. The counts the page prints rest on argmaxes: a test pins that no top two
-logits behind them are within rounding of each other.
+rejected), an eos inside a run of accepted guesses, and a check that shares the draft's
+blocks and cache, as LayerSkip does, counted by torch's FLOP counter. Token equalities are
+exact; the draft's logits are float32 and proved within a tolerance 10× the largest
+difference measured. The counts the page prints rest on argmaxes: a test pins that no top
+two logits behind them are within rounding of each other.
 """
 
+import copy
 import re
 
 import pytest
 import torch
-from transformers import DynamicCache
+from transformers import DynamicCache, GPT2LMHeadModel
 
 from snippets.speculative import (
     accept,
@@ -27,6 +29,8 @@ from snippets.speculative import (
     early_exit_draft,
     greedy_decode,
     multiply_adds,
+    propose,
+    round_multiply_adds,
     speculative_decode,
 )
 from tools.pages import DOCS
@@ -325,6 +329,89 @@ def test_multiply_adds_counts_what_a_cached_pass_multiplies(target, context):
         assert counter.get_total_flops() == 2 * multiply_adds(model.config, L, context), L
 
 
+def upper_blocks(target, L):
+    """A GPT2LMHeadModel of the target's blocks L .. N - 1, then its ln_f and head, that
+    reads the stream after block L - 1 as inputs_embeds: its position embeddings are zeros,
+    so it adds nothing to them (GPT-2 adds positions only at the input)."""
+    config = copy.deepcopy(target.config)
+    config.n_layer = target.config.n_layer - L
+    upper = GPT2LMHeadModel(config).eval()
+    state = {}
+    for name, tensor in target.state_dict().items():
+        if name.startswith("transformer.h."):
+            block = int(name.split(".")[2])
+            if block >= L:
+                state[name.replace(f"h.{block}.", f"h.{block - L}.", 1)] = tensor
+        else:
+            state[name] = tensor
+    state["transformer.wpe.weight"] = torch.zeros_like(state["transformer.wpe.weight"])
+    upper.load_state_dict(state)
+    return upper
+
+
+@pytest.mark.parametrize("L", [1, 2, 3])
+def test_a_shared_check_skips_the_first_blocks_for_all_but_the_last_guess(prove, target,
+                                                                          prompts, L):  # fmt: skip
+    """LayerSkip's sharing, run: the draft of L blocks keeps the stream after its block
+    L - 1 and its cache (the target's for those blocks); the check runs only the k-th guess
+    through blocks 0 .. L - 1, then the k + 1 tokens through the rest. Its logits are the
+    target's check's, and torch's FLOP counter counts the multiply-adds round_multiply_adds
+    says it saves: k passes of the first L blocks, every query of the check counted against
+    all the keys of the pass, as a pass over k + 1 tokens computes them."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    k, prompt = 4, prompts[0]  # (1, 24): the cache holds 23 tokens, the round starts at 24
+    context = prompt.shape[1] - 1
+    draft, upper = early_exit_draft(target, L), upper_blocks(target, L)
+    streams = []  # the stream after block L - 1, as the draft's ln_f receives it
+    draft.transformer.ln_f.register_forward_pre_hook(lambda module, args: streams.append(args[0]))
+    lower_cache, upper_cache = DynamicCache(config=draft.config), DynamicCache(config=upper.config)
+    draft.transformer(prompt[:, :-1], past_key_values=lower_cache, use_cache=True)
+    upper(inputs_embeds=streams.pop(), past_key_values=upper_cache, use_cache=True)
+    guesses = propose(draft, prompt, lower_cache, k)  # (1, k); streams: k tokens, (1, 1, C)
+    with FlopCounterMode(display=False) as shared:
+        draft.transformer(guesses[:, -1:], past_key_values=lower_cache, use_cache=True)
+        stream = torch.cat(streams, dim=1)  # (1, k + 1, C)
+        logits = upper(inputs_embeds=stream, past_key_values=upper_cache, use_cache=True).logits
+    cache = DynamicCache(config=target.config)
+    target(prompt[:, :-1], past_key_values=cache, use_cache=True)
+    checked = torch.cat([prompt[:, -1:], guesses], dim=1)  # (1, k + 1)
+    with FlopCounterMode(display=False) as whole:
+        reference = target(checked, past_key_values=cache, use_cache=True).logits
+    prove(f"shared check, draft of {L} block{'s' * (L != 1)}",
+          "the target's check of the same tokens",
+          "a Tempest prompt of 24 tokens, k = 4", logits, reference, LOGITS_ATOL)  # fmt: skip
+    # each query of either check meets all context + k + 1 keys, as multiply_adds counts a
+    # token with context + k tokens in the cache
+    config, N, cached = target.config, target.config.n_layer, context + k
+    blocks = multiply_adds(config, L, cached) - multiply_adds(config, 0, cached)  # L B
+    assert whole.get_total_flops() == 2 * (k + 1) * multiply_adds(config, N, cached)
+    assert shared.get_total_flops() == 2 * ((k + 1) * multiply_adds(config, N - L, cached)
+                                            + blocks)  # fmt: skip
+    saved = whole.get_total_flops() - shared.get_total_flops()
+    assert saved == 2 * k * blocks
+    assert saved == 2 * (round_multiply_adds(config, L, k, cached, shared=False)
+                         - round_multiply_adds(config, L, k, cached, shared=True))  # fmt: skip
+
+
+def test_per_new_token_sharing_leaves_the_draft_only_its_head(target):
+    """The page's shares per new token are (k c + k + 1) / E without sharing and
+    (k h + k + 1) / E with it, h the head's share: both above 1, since E <= k + 1 (α from
+    0 to 0.99, k from 1 to 8)."""
+    config, target_work = target.config, multiply_adds(target.config, 4, 40)
+    h = multiply_adds(config, 0, 40) / target_work
+    for L in (1, 2, 3):
+        c = multiply_adds(config, L, 40) / target_work
+        for k in range(1, 9):
+            alone = round_multiply_adds(config, L, k, 40, shared=False) / target_work
+            shared = round_multiply_adds(config, L, k, 40, shared=True) / target_work
+            assert alone == pytest.approx(k * c + k + 1, rel=1e-12)
+            assert shared == pytest.approx(k * h + k + 1, rel=1e-12)
+            for alpha in (0.0, 0.21, 0.48, 0.99):
+                tokens = (1 - alpha ** (k + 1)) / (1 - alpha)  # E <= k + 1
+                assert shared / tokens > 1 and alone / tokens > shared / tokens
+
+
 def test_the_prose_quotes_the_shares_as_the_page_prints_them(target):
     page = " ".join((DOCS / "efficient" / "speculative-decoding.md").read_text().split())
     work = [multiply_adds(target.config, L, 40) / multiply_adds(target.config, 4, 40)
@@ -336,6 +423,21 @@ def test_the_prose_quotes_the_shares_as_the_page_prints_them(target):
     assert f"3 blocks: {three} of the target's multiply-adds" in page
     assert page.count(f"does {three} of the target's") == 2  # a bullet and a paragraph
     assert f"against `c` = {work[1]:.2f}, {work[2]:.2f} and {work[3]:.2f}" in page
+    assert f"`h` being the head's share ({head}, printed above)" in page
+
+
+def test_the_prose_reads_the_sharing_table_as_the_page_prints_it():
+    """Per new token, with sharing and without: every share printed above 1, sharing's the
+    lower, and the best k the one the prose names."""
+    text = (DOCS / "efficient" / "speculative-decoding.md").read_text()
+    rows = re.findall(r"^\d blocks? +(\d\.\d\d) at k = (\d) +(\d\.\d\d) at k = (\d)$", text,
+                      re.MULTILINE)  # fmt: skip
+    prose = " ".join(text.split())
+    assert len(rows) == 3
+    assert all(1 < float(shared) < float(alone) for alone, _, shared, _ in rows)
+    assert "Sharing lowers the count but leaves it above 1" in prose
+    assert {k for _, k, _, _ in rows} | {k for _, _, _, k in rows} == {"1"}
+    assert "The best `k` is 1 for every draft, with sharing or without" in prose
 
 
 def test_the_prose_quotes_alpha_as_the_page_prints_it():
@@ -385,6 +487,26 @@ def test_the_sampled_rule_follows_its_exact_distribution():
     wrong = torch.where(kept, guesses, torch.multinomial(p, len(guesses), replacement=True,
                                                          generator=generator))  # fmt: skip
     assert chi_square_p_value(wrong, p) < 1e-6
+
+
+def test_chi_square_bins_expect_at_least_five_each():
+    """scipy's χ² test on the bins the rule for small expectations gives: tokens expected
+    under 5 times pooled, and the pool, when it too expects under 5, merged into the
+    smallest bin; a token p never gives, drawn, fails outright."""
+    from scipy.stats import chisquare
+
+    cases = [  # p, counts of its 200 draws, and the bins scipy gets: observed, expected
+        ([0.3, 0.25, 0.2, 0.15, 0.05, 0.02, 0.02, 0.01, 0.0], [58, 52, 41, 29, 12, 3, 3, 2, 0],
+         [58, 52, 41, 29, 12, 8], [60, 50, 40, 30, 10, 10]),  # a pool expecting 10
+        ([0.3, 0.25, 0.2, 0.15, 0.08, 0.01, 0.01, 0.0], [64, 45, 44, 30, 9, 5, 3, 0],
+         [64, 45, 44, 30, 17], [60, 50, 40, 30, 20]),  # a pool expecting 4, merged
+    ]  # fmt: skip
+    for p, counts, observed, expected in cases:
+        p = torch.tensor(p, dtype=torch.float64)
+        tokens = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
+        theirs = chisquare(observed, expected).pvalue
+        assert chi_square_p_value(tokens, p) == pytest.approx(theirs, rel=1e-9)
+    assert chi_square_p_value(torch.tensor([0, 1, 7]), p) == 0.0
 
 
 @pytest.mark.parametrize("n_layer", [1, 2, 3])
