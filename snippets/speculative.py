@@ -227,13 +227,15 @@ def chi_square_p_value(tokens, p):
     often = expected >= 5
     observed, rare = counts[often], counts[~often].sum()
     expected, rare_expected = expected[often], expected[~often].sum()
-    if rare_expected >= 5:
+    if rare_expected >= 5 or len(expected) == 0:
         observed = torch.cat([observed, rare[None]])
         expected = torch.cat([expected, rare_expected[None]])
     else:  # none, or too few to stand alone
         smallest = expected.argmin()
         observed[smallest] += rare
         expected[smallest] += rare_expected
+    if len(observed) < 2:
+        raise ValueError("fewer than 2 bins expect 5 draws: too few draws for a χ² test")
     chi2 = ((observed - expected) ** 2 / expected).sum()
     degrees = torch.tensor(len(observed) - 1, dtype=torch.float64)
     return torch.special.gammaincc(degrees / 2, chi2 / 2).item()

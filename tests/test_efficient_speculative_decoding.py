@@ -357,7 +357,8 @@ def test_a_shared_check_skips_the_first_blocks_for_all_but_the_last_guess(prove,
     through blocks 0 .. L - 1, then the k + 1 tokens through the rest. Its logits are the
     target's check's, and torch's FLOP counter counts the multiply-adds round_multiply_adds
     says it saves: k passes of the first L blocks, every query of the check counted against
-    all the keys of the pass, as a pass over k + 1 tokens computes them."""
+    all the keys of the pass, as the fixture's eager attention computes them (SDPA's kernels
+    count otherwise)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     k, prompt = 4, prompts[0]  # (1, 24): the cache holds 23 tokens, the round starts at 24
@@ -438,6 +439,7 @@ def test_the_prose_reads_the_sharing_table_as_the_page_prints_it():
     assert "Sharing lowers the count but leaves it above 1" in prose
     assert {k for _, k, _, _ in rows} | {k for _, _, _, k in rows} == {"1"}
     assert "The best `k` is 1 for every draft, with sharing or without" in prose
+    assert "Every guess raises the count; the target alone, at 1, does least" in prose
 
 
 def test_the_prose_quotes_alpha_as_the_page_prints_it():
@@ -506,7 +508,12 @@ def test_chi_square_bins_expect_at_least_five_each():
         tokens = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
         theirs = chisquare(observed, expected).pvalue
         assert chi_square_p_value(tokens, p) == pytest.approx(theirs, rel=1e-9)
-    assert chi_square_p_value(torch.tensor([0, 1, 7]), p) == 0.0
+    never_seven = torch.tensor(cases[1][0], dtype=torch.float64)  # p(7) = 0
+    assert chi_square_p_value(torch.tensor([0, 1, 7]), never_seven) == 0.0
+    two = torch.tensor([0.9, 0.1], dtype=torch.float64)  # 40 draws: one bin, and a pool of 4
+    for tokens in (torch.zeros(40, dtype=torch.long), torch.zeros(3, dtype=torch.long)):
+        with pytest.raises(ValueError, match="too few draws"):
+            chi_square_p_value(tokens, two)
 
 
 @pytest.mark.parametrize("n_layer", [1, 2, 3])
