@@ -268,7 +268,9 @@ def prove(request):
     def prove(component, reference, inputs, ours, theirs, atol):
         assert ours.shape == theirs.shape, f"{component}: shape {ours.shape} != {theirs.shape}"
         difference = (ours.double() - theirs.double()).abs().max().item()
-        proofs.record(component, reference, inputs, atol, difference)
+        caller = sys._getframe(1).f_code  # the table groups and links a proof by its test
+        test = f"{display(Path(caller.co_filename))}::{caller.co_name}"
+        proofs.record(component, reference, inputs, atol, difference, test=test)
         assert difference <= atol, (
             f"{component} against {reference} on {inputs}: largest difference "
             f"{difference:.2e}, above the tolerance {atol:.0e}"
