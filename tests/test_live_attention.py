@@ -206,6 +206,12 @@ def test_the_first_attention_is_timed(page, tokenizer):
     assert again > 0
 
 
+def test_once_loaded_the_load_button_and_its_bar_are_gone(page):
+    assert page.locator("[data-live-load]").is_hidden()
+    assert page.locator("[data-live-loader] progress").is_hidden()
+    assert page.locator("[data-live-controls]").is_visible()
+
+
 def test_erf_matches_python(page):
     import math
 
@@ -251,4 +257,5 @@ def test_a_failed_download_is_reported(browser, server):
     status = tab.locator("[data-live-status].live-error")
     status.wait_for()
     assert "went wrong" in status.inner_text()
+    assert tab.locator("[data-live-load]").is_enabled(), "the reader cannot try again"
     tab.context.close()

@@ -153,11 +153,70 @@ def test_greedy_generation_gives_the_librarys_tokens(
     page.uncheck("[data-live-greedy]")
 
 
+def in_view(tab, selector):
+    """Whether the element is inside the viewport, top to bottom."""
+    return tab.locator(selector).evaluate(
+        "e => { const r = e.getBoundingClientRect(); "
+        "return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight; }"
+    )
+
+
+def test_the_speed_of_generation_is_shown_below_the_text(page):
+    """Under the generated text, in view of a reader who pressed Generate, not at the top."""
+    set_inputs(page, "To be, or not to be,")
+    page.fill("[data-live-steps]", "40")
+    page.locator("[data-live-generate]").evaluate("e => e.scrollIntoView({block: 'center'})")
+    page.click("[data-live-generate]")
+    page.wait_for_function(
+        """() => {
+            const r = document.getElementById('live-generation').result;
+            return r.generated.length > 0 && !r.running;
+        }""",
+        timeout=30_000,
+    )
+    speed = page.locator("[data-live-speed]")
+    assert "tokens per second" in speed.inner_text()
+    follows = page.locator("[data-live-text]").evaluate(
+        "(text, speed) => !!(text.compareDocumentPosition(speed) "
+        "& Node.DOCUMENT_POSITION_FOLLOWING)",
+        speed.element_handle(),
+    )
+    assert follows, "the speed is shown above the generated text"
+    assert in_view(page, "[data-live-speed]"), "the speed is out of view after Generate"
+
+
+def test_the_page_answers_while_it_measures(page):
+    """The measurement gives the browser its turn between steps: the page draws frames,
+    its progress bar moves, and Stop, pressed part-way, is heard and ends it. (The check
+    runs on the page's frames, and presses Stop from there, as soon as it sees the bar
+    part-way: a page that froze would show no frame until the end.)"""
+    set_inputs(page, "Now is the winter of our discontent")
+    page.click("[data-live-measure]")
+    page.wait_for_function(
+        """() => {
+            const bar = document.querySelector('[data-live-measuring]');
+            const halfway = !bar.hidden && bar.value > 0 && bar.value < bar.max
+                && !document.getElementById('live-generation').result.speed;
+            if (halfway) document.querySelector('[data-live-stop]').click();
+            return halfway;
+        }"""
+    )
+    page.wait_for_function(
+        "document.querySelector('[data-live-measured]').innerText.includes('stopped')"
+    )
+    assert page.locator("[data-live-measuring]").is_hidden()
+    result = page.evaluate("Object.keys(document.getElementById('live-generation').result)")
+    assert "speed" not in result
+
+
 def test_the_cache_speed_up_is_measured(page):
     """Not a timed assertion: the rates are recorded for the notes, and must exist."""
     set_inputs(page, "Now is the winter of our discontent")
     page.click("[data-live-measure]")
-    page.wait_for_function("document.getElementById('live-generation').result.speed")
+    page.wait_for_function(
+        "document.getElementById('live-generation').result.speed", timeout=60_000
+    )
+    assert "per second with the cache" in page.locator("[data-live-measured]").inner_text()
     speed = page.evaluate("document.getElementById('live-generation').result.speed")
     assert speed["cached"]["tokens"] == speed["uncached"]["tokens"]  # the cache changes no token
     timings = read_json(TIMINGS)
@@ -172,13 +231,25 @@ def test_the_model_is_fetched_once_then_read_from_the_browsers_cache(browser, se
     tab.on("request", lambda r: ".safetensors" in r.url and weights.append(r.url))
     for _ in range(2):
         tab.goto(server + PAGE, wait_until="networkidle")
-        progress = tab.locator("#live-generation progress")
+        progress = tab.locator("[data-live-loader] progress")
         tab.click("[data-live-load]")
         tab.wait_for_function("document.getElementById('live-generation').result")
         assert progress.evaluate("p => p.value === p.max && p.max > 0")
+        # once loaded, the button and its full bar give way to the controls
+        assert tab.locator("[data-live-load]").is_hidden()
+        assert progress.is_hidden()
     assert len(weights) == 1, weights
     assert not tab.problems, tab.problems
     tab.context.close()
+
+
+def test_the_number_of_tokens_is_a_box_like_the_prompts(page):
+    """Drawn as the prompt's box is, not as bare text on the page."""
+    looks = """e => { const s = getComputedStyle(e);
+        return [s.borderTopStyle, s.borderTopWidth, s.borderTopColor, s.backgroundColor]; }"""
+    steps = page.locator("[data-live-steps]").evaluate(looks)
+    assert steps == page.locator("[data-live-prompt]").evaluate(looks)
+    assert steps[0] != "none", steps
 
 
 def test_without_javascript_the_page_says_so(browser, server):

@@ -83,6 +83,7 @@ const cell = (p) => `<td><span class="live-bar" style="width: ${(p * 6).toFixed(
 async function generate() {
   const steps = Number($("[data-live-steps]").value), eos = model.config.eos_token_id;
   running = true;
+  $("[data-live-speed]").textContent = "";
   const started = performance.now();
   for (let step = 0; step < steps && running; step++) {
     const token = pick(nextTokenProbabilities(state.logits, settings()), greedy.checked);
@@ -95,31 +96,53 @@ async function generate() {
   running = false;
   const seconds = (performance.now() - started) / 1000;
   show();
-  say(root, `${state.generated.length} tokens in ${seconds.toFixed(2)} s, drawn as they ` +
-      `came: ${(state.generated.length / seconds).toFixed(1)} tokens per second.`);
+  $("[data-live-speed]").textContent = `${state.generated.length} tokens in ` +
+    `${seconds.toFixed(2)} s, drawn as they came: ` +
+    `${(state.generated.length / seconds).toFixed(1)} tokens per second.`;
 }
 // --8<-- [end:generate]
 
 // Greedy tokens per second from the prompt, with the cache and without it: without, each
-// step runs the model on the whole sequence again.
-function measure() {
+// step runs the model on the whole sequence again. Between steps the page gives the browser
+// its turn, to draw the progress bar and to take a click on Stop; only the steps are timed.
+async function measure() {
   const steps = Math.min(32, model.config.n_positions - state.ids.length);
-  const rate = (useCache) => {
+  const progress = $("[data-live-measuring]"), line = $("[data-live-measured] span");
+  Object.assign(progress, { hidden: false, max: 2 * steps, value: 0 });
+  const rate = async (useCache) => {
     const ids = [...state.ids];
-    let cache = model.emptyCache(), logits = model.forward(ids, cache);
-    const started = performance.now();
-    for (let step = 0; step < steps; step++) {
+    let cache = model.emptyCache(), logits = model.forward(ids, cache), seconds = 0;
+    for (let step = 0; step < steps && running; step++) {
+      line.textContent = `Measuring ${useCache ? "with" : "without"} the cache: token ` +
+        `${step + 1} of ${steps}.`;
+      await new Promise((resolve) => setTimeout(resolve));
+      const started = performance.now();
       ids.push(pick(logits, true));
       if (useCache) logits = model.forward(ids.slice(-1), cache);
       else logits = model.forward(ids, (cache = model.emptyCache()));
+      seconds += (performance.now() - started) / 1000;
+      progress.value += 1;
     }
-    const seconds = (performance.now() - started) / 1000;
     return { tokens: ids.slice(state.ids.length), perSecond: steps / seconds };
   };
-  const cached = rate(true), uncached = rate(false);
+  running = true;
+  let cached, uncached, stopped;
+  try {
+    cached = await rate(true);
+    uncached = await rate(false);
+    stopped = !running;
+  } finally {
+    running = false;
+    progress.hidden = true;
+    line.textContent = "";
+  }
+  if (stopped) {
+    line.textContent = "Measurement stopped.";
+    return;
+  }
   root.result.speed = { steps, cached, uncached };
-  $("[data-live-speed]").textContent = `${steps} greedy tokens: ${cached.perSecond.toFixed(1)} ` +
-    `per second with the cache, ${uncached.perSecond.toFixed(1)} without.`;
+  line.textContent = `${steps} greedy tokens: ${cached.perSecond.toFixed(1)} per second ` +
+    `with the cache, ${uncached.perSecond.toFixed(1)} without.`;
 }
 
 onInput([prompt, $("[data-live-steps]")], readPrompt);
@@ -132,6 +155,6 @@ $("[data-live-generate]").addEventListener("click", reportErrors(root, async () 
   await generate();
 }));
 $("[data-live-stop]").addEventListener("click", () => { running = false; });
-$("[data-live-measure]").addEventListener("click", reportErrors(root, () => {
-  if (state && !running) measure();
+$("[data-live-measure]").addEventListener("click", reportErrors(root, async () => {
+  if (state && !running) await measure();
 }));

@@ -28,13 +28,21 @@ async function loadModel(root, folder, progress) {
   return { config: json("config.json"), tokenizer: json("tokenizer.json"), tensors };
 }
 
-// The load button: fetch the model's files, then hand them to `ready` and show the controls.
+// The load button: fetch the model's files, then hand them to `ready` and show the controls
+// in place of the button and its progress bar. If the fetch fails, the button can be pressed
+// again.
 export function loadOnClick(root, folder, ready) {
   const button = root.querySelector("[data-live-load]");
   reportErrors(root, sizeOnButton)(button, folder);
   button.addEventListener("click", reportErrors(root, async () => {
     button.disabled = true;
-    const files = await loadModel(root, folder, root.querySelector("progress"));
+    let files;
+    try {
+      files = await loadModel(root, folder, root.querySelector("[data-live-loader] progress"));
+    } finally {
+      button.disabled = false;
+    }
+    root.querySelector("[data-live-loader]").hidden = true;
     root.querySelector("[data-live-controls]").hidden = false;
     ready(files);
   }));
