@@ -9,12 +9,14 @@
 - on each page: turn arithmatex's TeX into MathML, which browsers render natively:
   no math script, no font and no request to any other host;
 - images load lazily, so a long chapter does not fetch every figure up front;
+- each figure links to its SVG: on a phone the page shows a figure a few hundred pixels
+  wide, and its labels are then too small to read;
 - under each chapter's title: how long its code took in the last test run, and
   with which versions (measured, never typed), and links to the chapter as a
   notebook, to download or to open in Colab;
-- on the proof table's page: the table, from the last test run's measurements
-  (tools/proofs.py); on the exercises' page, the list of every exercise, read from
-  the chapters (tools/exercises.py);
+- on the proof table's page: the table, every equality the tests prove, measured where
+  the last test run measured it (tools/proofs.py); on the exercises' page, the list of
+  every exercise, read from the chapters (tools/exercises.py);
 - after the build: write those notebooks, generated from the pages.
 """
 
@@ -36,6 +38,7 @@ MATH = re.compile(
     re.DOTALL,
 )
 IMG = re.compile(r"<img (?![^>]*\bloading=)")
+FIGURE = re.compile(r'<img [^>]*\bsrc="(?P<src>[^"]+\.svg)"[^>]*>')
 # what nbconvert's page template adds to every notebook: a MathJax script and its settings,
 # and a script that imports Mermaid from cdnjs when the page has a diagram
 NBCONVERT_MATHJAX = re.compile(
@@ -62,7 +65,7 @@ def is_lab(page) -> bool:
 def on_page_markdown(markdown, page, config, files):
     source = DOCS / page.file.src_uri
     if proofs.MARKER in markdown:
-        return markdown.replace(proofs.MARKER, proofs.table())
+        return markdown.replace(proofs.MARKER, proofs.table(repo_url=config.repo_url))
     if exercises.MARKER in markdown:
         return markdown.replace(exercises.MARKER, exercises.listing())
     if source.suffix != ".md" or not notebooks.has_notebook(parse(source)):
@@ -89,6 +92,7 @@ def on_page_content(content, page, config, files):
     if is_lab(page):
         content = without_unused_loaders(content, Path(page.file.abs_src_path))
         content = lab_links(content, Path(page.file.src_uri).stem, config.repo_url)
+    content = FIGURE.sub(r'<a class="figure-link" href="\g<src>">\g<0></a>', content)
     return IMG.sub(r'<img loading="lazy" ', content)
 
 

@@ -84,10 +84,12 @@ def attention_cost_figure():
     for way, (label, colour, style) in WAYS.items():
         mib = np.array(measured["peak_bytes"][way]) / 2**20
         memory.plot(lengths, mib, marker="o", ms=4, color=colour, ls=style, label=label)
-        below = way != "tiled"  # the tiled and SDPA curves nearly meet: SDPA's label under
+        # right of the last point, where no line runs; the tiled and SDPA curves end
+        # nearly together, so the tiled one's label goes over and the others' under
+        below = way != "tiled"
         memory.annotate(f"{mib[-1]:.3g} MiB", (lengths[-1], mib[-1]), fontsize=8,
-                        textcoords="offset points", xytext=(-6, -7 if below else 4),
-                        ha="right", va="top" if below else "bottom",
+                        textcoords="offset points", xytext=(5, -2 if below else 2),
+                        ha="left", va="top" if below else "bottom",
                         color=colour)  # fmt: skip
         per_score = 1e9 * np.array(measured["seconds"][way]) / lengths**2
         speed.plot(lengths, per_score, marker="o", ms=4, color=colour, ls=style)
@@ -99,7 +101,6 @@ def attention_cost_figure():
     memory.set_yscale("log")
     memory.set_ylabel("most MiB of tensors alive at once")
     memory.set_title("(a) memory", fontsize=9.5)
-    memory.legend(frameon=False, fontsize=7.5, loc="upper left")
     speed.set_ylim(bottom=0)
     speed.set_ylabel("nanoseconds per score (time / T²)")
     speed.set_title("(b) time, per entry of the (T, T) matrix", fontsize=9.5)
@@ -108,16 +109,16 @@ def attention_cost_figure():
         ticks = [f"{T}\n{mib:g} MiB" for T, mib in zip(lengths, matrix_mib, strict=True)]
         ax.set_xticks(lengths, ticks, fontsize=8)
         ax.set_xlabel("T (queries = keys); one (T, T) matrix", fontsize=8.5)
+    memory.set_xlim(right=lengths[-1] * 3)  # room for the labels right of the last points
     tiles = np.array(measured["tiles"])
     ms = 1000 * np.array(measured["tile_seconds"])
     sweep.plot(tiles, ms, marker="o", ms=4, color=WAYS["tiled"][1])
-    for tile, milliseconds in zip(tiles, ms, strict=True):
-        count = (measured["sweep_length"] // tile) ** 2
-        sweep.annotate(f"{count:,} tile{'s' if count > 1 else ''}", (tile, milliseconds),
-                       fontsize=7.5, textcoords="offset points", xytext=(0, 7),
-                       ha="center")  # fmt: skip
     sweep.set_xscale("log", base=2)
     sweep.set_yscale("log")
+    sweep.margins(x=0.15, y=0.2)
+    counts = [(measured["sweep_length"] // tile) ** 2 for tile in tiles]
+    labels = [f"{count:,} tile{'s' if count > 1 else ''}" for count in counts]
+    label_away_from_the_line(sweep, tiles, ms, labels)
     sweep.set_xticks(tiles, [str(t) for t in tiles], fontsize=8)
     sweep.set_xlabel("tile size", fontsize=8.5)
     sweep.set_ylabel("milliseconds")
@@ -125,11 +126,35 @@ def attention_cost_figure():
     sweep.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
     sweep.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
     sweep.yaxis.set_minor_formatter(ticker.NullFormatter())
-    sweep.margins(x=0.12, y=0.15)
     fig.suptitle(f"one head, D = 64, float32, CPU, {measured['threads']} threads, "
                  "without autograd; median times", fontsize=9.5)  # fmt: skip
-    fig.tight_layout()
+    # the legend of (a) and (b), under both: inside (a) it covered the lines
+    fig.legend(*memory.get_legend_handles_labels(), frameon=False, fontsize=7.5, ncol=3,
+               loc="lower left", bbox_to_anchor=(0.02, 0))  # fmt: skip
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
+
+
+def label_away_from_the_line(ax, xs, ys, labels):
+    """Each point's label on the side away from its neighbours, where the line does not
+    run: under a valley, over a peak, beside a slope; an end's label over or under it,
+    toward the inside of the axes."""
+    ax.autoscale_view()
+    points = ax.transData.transform(np.column_stack([xs, ys]))
+    for i, (point, label) in enumerate(zip(points, labels, strict=True)):
+        neighbours = [points[j] for j in (i - 1, i + 1) if 0 <= j < len(points)]
+        away = sum((point - n) / np.linalg.norm(point - n) for n in neighbours)
+        if np.linalg.norm(away) < 0.5:  # a slope through the point: off it, sideways
+            along = neighbours[1] - neighbours[0]
+            away = np.array([along[1], -along[0]]) * (1 if along[1] < 0 else -1)
+        away = away / np.linalg.norm(away)
+        if len(neighbours) == 1:
+            away, ha = np.array([0, np.sign(away[1])]), "left" if i == 0 else "right"
+        else:
+            ha = "center" if abs(away[0]) < 0.3 else "left" if away[0] > 0 else "right"
+        ax.annotate(label, (xs[i], ys[i]), fontsize=7.5, textcoords="offset points",
+                    xytext=tuple(7 * away), va="bottom" if away[1] > 0 else "top",
+                    ha=ha)  # fmt: skip
 
 
 # --8<-- [start:speculative_speed]
