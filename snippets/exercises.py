@@ -1,23 +1,27 @@
 """The checker every chapter's exercises call.
 
-Each chapter's "Exercises" section includes the section below, so a reader has it in
-the page, the notebook and Colab alike. tools/exercises.py reads the exercises of a
-page; tests/test_docs.py proves, for each, that its solution passes its check and that
-its starter and its classic mistakes fail it, each mistake with its own hint.
+Each chapter's "Exercises" section includes the section below, folded, so a reader has
+it in the page, the notebook and Colab alike. Each exercise's folded block "How this
+check works" makes its check with `checker(...)`; the reader calls it with one line.
+tools/exercises.py reads the exercises of a page; tests/test_docs.py proves, for each,
+that its solution passes its check and that its starter and its classic mistakes fail
+it, each mistake with its own hint.
 """
 
 # --8<-- [start:check]
+import copy
+
 import torch
 
 
 def same(got, want, atol):
-    """Equal within `atol` for tensors (of one shape and dtype kind), item by item for
+    """Equal within `atol` for tensors (of one shape and one dtype), item by item for
     tuples and lists, else with ==."""
     if isinstance(want, torch.Tensor):
         return (
             isinstance(got, torch.Tensor)
             and got.shape == want.shape
-            and got.is_floating_point() == want.is_floating_point()
+            and got.dtype == want.dtype
             # equal infinities count as equal, as in masked scores
             and bool(((got.double() - want.double()).abs().le(atol) | (got == want)).all())
         )
@@ -27,7 +31,39 @@ def same(got, want, atol):
             and len(got) == len(want)
             and all(same(g, w, atol) for g, w in zip(got, want, strict=True))
         )
-    return not isinstance(got, torch.Tensor) and got == want
+    return not isinstance(got, torch.Tensor) and bool(got == want)
+
+
+def unchanged(after, before):
+    """Whether an argument is as it was: its values, a module's weights and buffers."""
+    if isinstance(before, torch.nn.Module):
+        before = [*before.state_dict().values()]
+        after = [*after.state_dict().values()] if isinstance(after, torch.nn.Module) else None
+    if isinstance(before, torch.Tensor):  # NaN where it was NaN counts as unchanged
+        return (
+            isinstance(after, torch.Tensor)
+            and after.shape == before.shape
+            and after.dtype == before.dtype
+            and bool(((after == before) | (after != after) & (before != before)).all())
+        )
+    if isinstance(before, (tuple, list)):
+        return isinstance(after, (tuple, list)) and len(after) == len(before) and all(
+            unchanged(a, b) for a, b in zip(after, before, strict=True))  # fmt: skip
+    if isinstance(before, dict):
+        return isinstance(after, dict) and after.keys() == before.keys() and all(
+            unchanged(after[key], before[key]) for key in before)  # fmt: skip
+    return True  # nothing else is compared
+
+
+def copied(args):
+    """Each argument deep-copied, or itself where it cannot be."""
+    result = []
+    for arg in args:
+        try:
+            result.append(copy.deepcopy(arg))
+        except Exception:
+            result.append(arg)
+    return result
 
 
 def shown(value):
@@ -43,17 +79,39 @@ def shown(value):
     return text if len(text) < 60 else text[:56] + " ..."
 
 
+def said(error):
+    """An exception, on one short line."""
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    return text if len(text) < 100 else text[:96] + " ..."
+
+
+def difference(got, want, atol):
+    """Where `got` first differs from `want`, in words."""
+    pairs = isinstance(want, (tuple, list)) and isinstance(got, (tuple, list))
+    if pairs and len(got) == len(want):  # the first item that differs
+        n = next(n for n, (g, w) in enumerate(zip(got, want, strict=True)) if not same(g, w, atol))
+        return f"Item {n} of the {type(want).__name__}: {difference(got[n], want[n], atol)}"
+    tensors = isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor)
+    if tensors and got.shape == want.shape and got.dtype == want.dtype:
+        gap = (got.double() - want.double()).abs().max().item()
+        return f"The largest difference is {gap:.3g}; the check allows {atol}."
+    if tensors and got.shape == want.shape:
+        return f"Expected dtype {want.dtype}; got {got.dtype}, with the right shape."
+    return f"Expected {shown(want)}; got {shown(got)}."
+
+
 def recognised(mistake, args, got, atol):
     """Whether `got` is what `mistake` gives on `args` (a mistake that cannot run on them
     is not the reader's)."""
     try:
-        return same(got, mistake(*args), atol)
+        return same(got, mistake(*copied(args)), atol)
     except Exception:
         return False
 
 
 def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
-    """Call `yours(*args)` and `reference(*args)` for each `args` in `inputs` and compare.
+    """Call `yours` and `reference`, each on its own copy of each `args` in `inputs`, and
+    compare.
 
     Prints ✓ and what was compared (`against` names the reference), or ✗, the first
     input where they differ and a hint: the classic mistake whose function, in `mistakes`
@@ -63,32 +121,48 @@ def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
     name = getattr(yours, "__name__", "your function")
     for number, args in enumerate(inputs, 1):
         try:
-            got = yours(*args)
-        except NotImplementedError:
-            print(f"✗ {name} is not written yet: it raises NotImplementedError")
-            return False
-        except Exception as error:  # a reader's bug: reported, not raised
-            print(f"✗ {name}({', '.join(map(shown, args))}) raised {type(error).__name__}: {error}")
-            return False
-        want = reference(*args)
-        if same(got, want, atol):
-            continue
-        print(f"✗ {name} differs from {against} on input {number} of {len(inputs)}: "
-              f"{', '.join(map(shown, args))}")  # fmt: skip
-        for hint, mistake in (mistakes or {}).items():
-            if recognised(mistake, args, got, atol):
-                print(f"  You computed {hint}.")
-                break
-        else:
-            tensors = isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor)
-            if tensors and got.shape == want.shape:
-                gap = (got.double() - want.double()).abs().max().item()
-                print(f"  The largest difference is {gap:.3g}; the check allows {atol}.")
+            mine = copied(args)
+            try:
+                got = yours(*mine)
+            except NotImplementedError:
+                print(f"✗ {name} is not written yet: it raises NotImplementedError")
+                return False
+            except Exception as error:  # a reader's bug: reported, not raised
+                print(f"✗ {name}({', '.join(map(shown, args))}) raised {said(error)}")
+                return False
+            where = (f"on input {number} of {len(inputs)}: "
+                     f"{', '.join(map(shown, args))}")  # fmt: skip
+            changed = [n for n, arg in enumerate(args, 1) if not unchanged(mine[n - 1], arg)]
+            if changed:
+                print(f"✗ {name} changed its argument {', '.join(map(str, changed))} {where}")
+                print(
+                    "  Compute on a copy (x = x.clone(), or out-of-place operations): "
+                    "the caller's tensors must stay as they were."
+                )
+                return False
+            want = reference(*copied(args))
+            if same(got, want, atol):
+                continue
+            print(f"✗ {name} differs from {against} {where}")
+            for hint, mistake in (mistakes or {}).items():
+                if recognised(mistake, args, got, atol):
+                    print(f"  You computed {hint}.")
+                    break
             else:
-                print(f"  Expected {shown(want)}; got {shown(got)}.")
+                print(f"  {difference(got, want, atol)}")
+        except Exception as error:  # the reference or the comparison: reported, not raised
+            print(f"✗ the check stopped on input {number} of {len(inputs)}, after {name} "
+                  f"ran: {said(error)}")  # fmt: skip
         return False
     print(f"✓ {name} equals {against} on {len(inputs)} inputs")
     return True
+
+
+def checker(reference, inputs, against, mistakes=None, atol=1e-5):
+    """One exercise's check, ready for your function: `checker(...)(yours)` is
+    `check(yours, reference, inputs, ...)`, on the inputs as they are now."""
+    inputs = list(inputs)
+    return lambda yours: check(yours, reference, inputs, against, mistakes, atol)
 
 
 # --8<-- [end:check]

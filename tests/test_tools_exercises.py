@@ -1,7 +1,7 @@
 """tools/exercises.py: a chapter's exercises are read from its page, a missing part is
-named by file and line, each solution and mistake runs after the page followed by its
-check, the notebook folds them away, and every chapter of Parts I to III and of the
-training part has at least two exercises."""
+named by file and line, a check shows one line and folds how it works, each solution and
+mistake runs after the page followed by its check, the notebook folds them away, and
+every chapter of every part has at least two exercises."""
 
 import textwrap
 
@@ -14,7 +14,8 @@ from tools.notebooks import to_notebook
 from tools.pages import DOCS, parse
 
 CHECKER = (DOCS.parent / "snippets" / "exercises.py").read_text()
-CHECKER = CHECKER[CHECKER.index("import torch") : CHECKER.index("# --8<-- [end:check]")].rstrip()
+START, END = "# --8<-- [start:check]\n", "# --8<-- [end:check]"
+CHECKER = CHECKER[CHECKER.index(START) + len(START) : CHECKER.index(END)].rstrip()
 
 EXERCISE = """
     ### Core: Doubling
@@ -25,10 +26,17 @@ EXERCISE = """
         raise NotImplementedError  # your code here
     ```
 
+    ??? example "How this check works"
+
+        <!--pytest-codeblocks:cont-->
+        ```python
+        check_double = checker(lambda x: 2 * x, [(torch.ones(3),), (torch.arange(4.0),)],
+            against="2 * x", mistakes={"the square, not the double": lambda x: x * x})
+        ```
+
     <!--pytest-codeblocks:cont-->
     ```python
-    check(double, lambda x: 2 * x, [(torch.ones(3),), (torch.arange(4.0),)], against="2 * x",
-          mistakes={"the square, not the double": lambda x: x * x})
+    check_double(double)
     ```
 
     <!--pytest-codeblocks:expected-output-->
@@ -57,7 +65,7 @@ EXERCISE = """
 
 
 def chapter(tmp_path, exercise=EXERCISE):
-    checker = textwrap.indent(CHECKER, "    ")
+    checker = textwrap.indent(CHECKER, "        ")
     path = tmp_path / "chapter.md"
     path.write_text(
         textwrap.dedent(
@@ -70,10 +78,12 @@ def chapter(tmp_path, exercise=EXERCISE):
 
     ## Exercises
 
-    <!--pytest-codeblocks:cont-->
-    ```python
+    ??? example "The checker"
+
+        <!--pytest-codeblocks:cont-->
+        ```python
 {checker}
-    ```
+        ```
 """
             + exercise
         ).lstrip()
@@ -86,7 +96,10 @@ def test_an_exercise_is_read_with_its_parts(tmp_path):
     [exercise] = exercises(page)
     assert (exercise.difficulty, exercise.title, exercise.anchor) == ("Core", "Doubling",
                                                                       "core-doubling")  # fmt: skip
-    assert "def double" in exercise.starter.code and "check(double" in exercise.check.code
+    assert "def double" in exercise.starter.code and exercise.check.code == "check_double(double)\n"
+    assert [block.code.splitlines()[0] for block in exercise.machinery] == [
+        "check_double = checker(lambda x: 2 * x, [(torch.ones(3),), (torch.arange(4.0),)],"
+    ]
     assert "x + x" in exercise.solution.code
     assert [(words, "x**2" in block.code) for words, block in exercise.mistakes] == [
         ("the square", True)
@@ -109,6 +122,19 @@ def test_a_missing_part_is_named_with_file_and_line(tmp_path, removed, missing):
     [problem] = problems(page)
     assert problem.startswith(f"{page.path}:") or "chapter.md:" in problem
     assert missing in problem
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (('    ??? example "How this check works"\n', ""), "goes in a box"),
+        (("    check_double(double)\n", "    check_double(\n        double)\n"), "is one line"),
+    ],
+)
+def test_a_check_shows_one_line_and_folds_how_it_works(tmp_path, change, problem):
+    page = chapter(tmp_path, EXERCISE.replace(*change))
+    [found] = problems(page)
+    assert "chapter.md:" in found and problem in found
 
 
 def test_a_second_solution_is_named(tmp_path):
@@ -147,6 +173,18 @@ def test_the_notebook_folds_the_solution_and_the_mistakes(tmp_path):
     assert "<summary>A classic mistake: squaring</summary>" in folded[0]
     assert folded[0].count("</details>") == 2 and "pytest" not in folded[0]
     assert not any("return x + x" in c.source for c in cells if c.cell_type == "code")
+
+
+def test_the_notebook_hides_the_code_of_how_the_check_works(tmp_path):
+    cells = to_notebook(chapter(tmp_path), None).cells
+    hidden = [c.source.split("\n")[0] for c in cells if c.metadata.get("jupyter")]
+    assert hidden == ["import copy", "check_double = checker(lambda x: 2 * x, [(torch.ones(3),), "
+                      "(torch.arange(4.0),)],"]  # fmt: skip
+    assert all(
+        c.metadata["jupyter"] == {"source_hidden": True} and c.metadata["cellView"] == "form"
+        for c in cells
+        if c.metadata.get("jupyter")
+    )
 
 
 def test_a_box_a_code_cell_cuts_stays_a_quote(tmp_path):

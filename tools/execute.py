@@ -235,7 +235,7 @@ def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], st
     for exercise in exercises(page):
         for label, block, _ in exercise.variants() if exercise.check is not None else ():
             printed, why = _execute_hidden_or_why(
-                client, notebook, f"{block.code}\n{exercise.check.code}"
+                client, notebook, f"{block.code}\n{exercise.check_code}"
             )
             verdicts[exercise.lineno, label] = f"({why})\n{printed}" if why else printed
     return verdicts

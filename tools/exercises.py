@@ -6,14 +6,16 @@ A chapter ends with a section "## Exercises". It runs the checker first
 
 - the starter: the first python block, the function to write, which raises
   NotImplementedError until the reader writes it;
-- the check: the next python block, which calls `check(...)`; its expected output is
-  the verdict on the starter;
+- how its check works, in a collapsed box (`??? example "How this check works"`): the
+  python blocks that draw the inputs and make the check with `checker(...)`;
+- the check: the first python block with an expected output, one line that calls the
+  check on the reader's function; its expected output is the verdict on the starter;
 - the solution, in a collapsed box: a block skipped with the reason "the solution";
 - one classic mistake or more, each in a collapsed box: a block skipped with the reason
   "a classic mistake; its hint names '...'", the words the check's verdict must say.
 
 The page's run (tools/execute.py) runs each solution and each mistake after the page,
-followed by its check, and the tests (tests/test_docs.py) read the verdicts. Every
+followed by its check's blocks, and the tests (tests/test_docs.py) read the verdicts. Every
 problem found names the page, the line and the cause.
 """
 
@@ -32,6 +34,7 @@ MARKER = "<!-- the exercise list -->"  # where docs/exercises.md lists them
 SECTION = "## Exercises"
 HEADING = re.compile(r"^### (Warm-up|Core|Stretch): (.+?)\s*$")
 DIFFICULTIES = ("Warm-up", "Core", "Stretch")
+MACHINERY = '??? example "How this check works"'
 SOLUTION = "the solution"
 MISTAKE = re.compile(r"^a classic mistake; its hint names '(.+)'$")
 
@@ -43,7 +46,8 @@ class Exercise:
     difficulty: str  # Warm-up, Core or Stretch
     title: str
     starter: Block | None = None
-    check: Block | None = None
+    machinery: list[Block] = field(default_factory=list)  # how the check works, folded
+    check: Block | None = None  # the one-line call, with the verdict on the starter
     solution: Block | None = None
     mistakes: list[tuple[str, Block]] = field(default_factory=list)  # (hint's words, block)
     second_solutions: list[Block] = field(default_factory=list)  # a problem: one only
@@ -56,6 +60,11 @@ class Exercise:
     @property
     def where(self) -> str:
         return f"{display(self.page)}:{self.lineno}"
+
+    @property
+    def check_code(self) -> str:
+        """What runs after a solution or a mistake: the check's blocks, machinery first."""
+        return "\n".join(block.code for block in [*self.machinery, self.check])
 
     def variants(self) -> list[tuple[str, Block, str]]:
         """What the tests run in place of the starter, each followed by the check: the
@@ -96,6 +105,8 @@ def _place(exercise: Exercise, block: Block) -> None:
     if block.skip_reason is None:
         if exercise.starter is None:
             exercise.starter = block
+        elif exercise.check is None and block.expected_output is None:
+            exercise.machinery.append(block)
         elif exercise.check is None:
             exercise.check = block
     elif block.skip_reason == SOLUTION:
@@ -110,6 +121,7 @@ def _place(exercise: Exercise, block: Block) -> None:
 def problems(page: Page) -> list[str]:
     """What is missing or misplaced in the page's exercises, each with file and line."""
     text = page.path.read_text(encoding="utf-8")
+    lines = [line.strip() for line in text.splitlines()]
     found = exercises(page)
     result = []
     if SECTION in text.splitlines() and not found:
@@ -120,7 +132,7 @@ def problems(page: Page) -> list[str]:
     for exercise in found:
         parts = {
             "a starter (a python block that runs)": exercise.starter,
-            "a check (the next python block, calling check(...))": exercise.check,
+            "a check (the next python block with an expected output)": exercise.check,
             f'a solution (a block skipped with reason="{SOLUTION}")': exercise.solution,
             'a classic mistake (a block skipped with reason="a classic mistake; its hint '
             "names '...'\")": exercise.mistakes,
@@ -132,10 +144,16 @@ def problems(page: Page) -> list[str]:
         ]
         if missing:
             result.append(f"{exercise.where}: the exercise has no {', no '.join(missing)}.")
-        elif "check(" not in exercise.check.code or exercise.check.expected_output is None:
+        elif len(exercise.check.code.strip().splitlines()) != 1 or not exercise.machinery:
             result.append(
-                f"{exercise.check.where}: an exercise's second block is its check: it calls "
-                "check(...) and shows the verdict on the starter as its expected output."
+                f"{exercise.check.where}: an exercise's check is one line, which calls the "
+                "check on the reader's function; the reference, the inputs and the mistakes "
+                f"go above it, in a box '{MACHINERY}'."
+            )
+        elif MACHINERY not in lines[(first := exercise.machinery[0].lineno) - 4 : first]:
+            result.append(
+                f"{exercise.machinery[0].where}: the code that makes the check goes in a box "
+                f"'{MACHINERY}', its block first in the box."
             )
     return result
 

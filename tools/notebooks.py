@@ -50,6 +50,9 @@ def to_notebook(page: Page, site_url: str | None) -> nbformat.NotebookNode:
             block = python[lineno]
             i = _fence_end(lines, i) + 1
             cell = nbformat.v4.new_code_cell(block.code.rstrip("\n"))
+            if _folded(lines, lineno - 1):  # in a collapsed box: its code hidden, as there
+                cell.metadata["jupyter"] = {"source_hidden": True}
+                cell.metadata["cellView"] = "form"  # Colab's way to hide it
             if block.expected_output is not None:
                 cell.outputs = [
                     nbformat.v4.new_output("stream", name="stdout", text=block.expected_output)
@@ -67,6 +70,16 @@ def to_notebook(page: Page, site_url: str | None) -> nbformat.NotebookNode:
     for number, cell in enumerate(notebook.cells):
         cell.id = f"cell-{number}"  # stable ids: the same page gives the same file
     return notebook
+
+
+def _folded(lines: list[str], i: int) -> bool:
+    """Whether the fence on line `i` sits in a collapsed box, `??? example "..."`."""
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    for line in reversed(lines[:i] if indent else []):
+        match = ADMONITION.match(line)
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            return bool(match) and match.group(2) == "???"
+    return False
 
 
 def _next_fence(lines: list[str], i: int) -> int:

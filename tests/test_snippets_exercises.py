@@ -1,0 +1,68 @@
+"""snippets/exercises.py: the checker fails a wrong dtype, an answer that changes its
+arguments and a tuple that differs past its first item, each with a hint that says so,
+and never raises, whatever the reader's function or the reference does."""
+
+import torch
+
+from snippets.exercises import check
+
+
+def causal(T):  # the reference: True where a query may read a key
+    return torch.ones(T, T).tril().bool()
+
+
+def test_a_mask_of_ones_and_zeros_fails_where_a_bool_mask_is_asked_for(capsys):
+    assert not check(lambda T: torch.ones(T, T).tril().long(), causal, [(3,)], against="tril")
+    verdict = capsys.readouterr().out
+    assert verdict.startswith("✗") and "Expected dtype torch.bool; got torch.int64" in verdict
+
+
+def test_an_answer_that_changes_its_argument_fails_with_the_mutation_hint(capsys):
+    def scaled(x):  # right values, but x is scaled in place
+        return x.mul_(2)
+
+    x = torch.arange(4.0)
+    assert not check(scaled, lambda x: 2 * x, [(x,)], against="2 * x")
+    verdict = capsys.readouterr().out
+    assert "✗ scaled changed its argument 1 on input 1 of 1" in verdict and "a copy" in verdict
+    assert torch.equal(x, torch.arange(4.0))  # the caller's tensor, as it was
+
+
+def test_each_side_gets_its_own_copy(capsys):
+    seen = []
+
+    def reference(x):
+        seen.append(x)
+        return 2 * x
+
+    x = torch.arange(4.0)
+    assert check(lambda x: x + x, reference, [(x,)], against="2 * x")
+    assert seen[0] is not x and capsys.readouterr().out.startswith("✓")
+
+
+def test_a_tuple_verdict_names_the_first_item_that_differs(capsys):
+    def both(x):
+        return x.max(dim=-1)
+
+    x = torch.tensor([[1.0, 3.0, 2.0]])
+    assert not check(lambda x: (x.max(dim=-1).values, x.argmax(dim=-1) + 1), both, [(x,)],
+                     against="max")  # fmt: skip
+    assert "Item 1 of the max: The largest difference is 1" in capsys.readouterr().out
+
+
+def test_check_never_raises(capsys):
+    class Odd:
+        def __eq__(self, other):
+            raise ValueError("no comparison")
+
+    def broken_reference(x):
+        raise RuntimeError("the reference broke")
+
+    assert not check(lambda x: x, broken_reference, [(torch.ones(2),)], against="it")
+    assert "✗ the check stopped on input 1 of 1, after <lambda> ran: RuntimeError" in (
+        capsys.readouterr().out
+    )
+    assert not check(lambda x: Odd(), lambda x: 1, [(0,)], against="one")
+    assert "✗ the check stopped" in capsys.readouterr().out
+    assert not check(lambda x: 1 / 0, lambda x: x, [(0,)], against="it")
+    assert "raised ZeroDivisionError" in capsys.readouterr().out
