@@ -56,14 +56,23 @@ def unchanged(after, before):
 
 
 def copied(args):
-    """Each argument deep-copied, or itself where it cannot be."""
+    """Each argument deep-copied; where deepcopy refuses, as for a tensor an autograd
+    computation made, its tensors cloned off the graph; anything else, itself."""
     result = []
     for arg in args:
         try:
             result.append(copy.deepcopy(arg))
         except Exception:
-            result.append(arg)
+            result.append(cloned(arg))
     return result
+
+
+def cloned(arg):
+    if isinstance(arg, torch.Tensor):
+        return arg.detach().clone().requires_grad_(arg.requires_grad)
+    if isinstance(arg, (tuple, list)):
+        return type(arg)(cloned(a) for a in arg)
+    return arg
 
 
 def shown(value):

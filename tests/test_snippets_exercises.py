@@ -66,3 +66,18 @@ def test_check_never_raises(capsys):
     assert "✗ the check stopped" in capsys.readouterr().out
     assert not check(lambda x: 1 / 0, lambda x: x, [(0,)], against="it")
     assert "raised ZeroDivisionError" in capsys.readouterr().out
+
+
+def test_an_argument_autograd_made_is_copied_and_its_change_named(capsys):
+    """deepcopy refuses a tensor an autograd computation made, as a page's model outputs
+    are: the checker clones it off the graph, so the change is still seen."""
+
+    def shifted(x):  # right values, but x is changed in place
+        with torch.no_grad():
+            x.add_(1)
+        return 2 * x - 2
+
+    x = torch.arange(4.0, requires_grad=True) * 1.0  # not a leaf: deepcopy raises
+    assert not check(shifted, lambda x: 2 * x, [(x,)], against="2 * x")
+    assert "✗ shifted changed its argument 1" in capsys.readouterr().out
+    assert torch.equal(x.detach(), torch.arange(4.0))  # the caller's tensor, as it was
