@@ -128,14 +128,8 @@ def test_next_token_probabilities_equal_the_librarys(
     assert not page.problems, page.problems
 
 
-@pytest.mark.parametrize("prompt", GREEDY)
-def test_greedy_generation_gives_the_librarys_tokens(
-    page, prompt, gpt2_shakespeare, gpt2_tokenizer
-):
-    steps = 30
-    set_inputs(page, prompt)
-    page.fill("[data-live-steps]", str(steps))
-    page.check("[data-live-greedy]")
+def generate(page):
+    """Press Generate and wait until the tokens are out."""
     page.click("[data-live-generate]")
     page.wait_for_function(
         """() => {
@@ -144,6 +138,17 @@ def test_greedy_generation_gives_the_librarys_tokens(
         }""",
         timeout=30_000,
     )
+
+
+@pytest.mark.parametrize("prompt", GREEDY)
+def test_greedy_generation_gives_the_librarys_tokens(
+    page, prompt, gpt2_shakespeare, gpt2_tokenizer
+):
+    steps = 30
+    set_inputs(page, prompt)
+    page.fill("[data-live-steps]", str(steps))
+    page.check("[data-live-greedy]")
+    generate(page)
     generated = page.evaluate("document.getElementById('live-generation').result.generated")
     ids = torch.tensor([gpt2_tokenizer(prompt)["input_ids"]])
     expected = gpt2_shakespeare.generate(ids, max_new_tokens=steps, do_sample=False)
@@ -166,14 +171,7 @@ def test_the_speed_of_generation_is_shown_below_the_text(page):
     set_inputs(page, "To be, or not to be,")
     page.fill("[data-live-steps]", "40")
     page.locator("[data-live-generate]").evaluate("e => e.scrollIntoView({block: 'center'})")
-    page.click("[data-live-generate]")
-    page.wait_for_function(
-        """() => {
-            const r = document.getElementById('live-generation').result;
-            return r.generated.length > 0 && !r.running;
-        }""",
-        timeout=30_000,
-    )
+    generate(page)
     speed = page.locator("[data-live-speed]")
     assert "tokens per second" in speed.inner_text()
     follows = page.locator("[data-live-text]").evaluate(
