@@ -10,6 +10,7 @@ it, each mistake with its own hint.
 
 # --8<-- [start:check]
 import copy
+import functools
 
 import torch
 
@@ -170,8 +171,8 @@ def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
 def checker(reference, inputs, against, mistakes=None, atol=1e-5):
     """One exercise's check, ready for your function: `checker(...)(yours)` is
     `check(yours, reference, inputs, ...)`, on the inputs as they are now."""
-    inputs = list(inputs)
-    return lambda yours: check(yours, reference, inputs, against, mistakes, atol)
+    keywords = dict(against=against, mistakes=mistakes, atol=atol)
+    return functools.partial(check, reference=reference, inputs=list(inputs), **keywords)
 
 
 # --8<-- [end:check]

@@ -22,7 +22,7 @@ from tests.conftest import (
     selected_pages,
 )
 from tools import checks, timings
-from tools.execute import BlockFailure, BlockSkipped, run_page
+from tools.execute import NAMED, BlockFailure, BlockSkipped, run_page
 from tools.exercises import exercises, is_variant
 from tools.exercises import problems as exercise_problems
 from tools.numerics import describe
@@ -127,6 +127,19 @@ def test_exercise(page, exercise, configuration):
             problems.append(
                 f"{block.where}: with {label} in place of the starter, the check printed:\n"
                 f"{verdict or '(nothing)'}"
+            )
+    named = {
+        label.removeprefix(f"{NAMED} '").removesuffix("'"): verdict
+        for (lineno, label), verdict in run.verdicts.items()
+        if lineno == exercise.lineno and label.startswith(NAMED)
+    }
+    for hint, verdict in named.items():
+        if not (verdict.startswith("✗") and f"You computed {hint}." in verdict):
+            problems.append(
+                f"{exercise.machinery[0].where}: the checker's mistake '{hint}', checked in "
+                f"place of the reader's function, printed:\n{verdict or '(nothing)'}\n"
+                "Each mistake a checker knows must fail with its own hint: add an input on "
+                "which it differs from the reference and from the mistakes named before it."
             )
     if problems:
         pytest.fail("\n".join(problems) + f"\nunder {describe(configuration)}", pytrace=False)

@@ -55,6 +55,19 @@ print(_json.dumps([
 """
 
 
+# Run in the kernel after the page, for each exercise: each classic mistake its checker
+# knows, checked in place of the reader's function, and the verdict printed.
+NAMED = "the checker's mistake"
+NAMED_MISTAKES = """\
+import contextlib as _contextlib, io as _io, json as _json
+_verdicts = {{}}
+for _hint, _mistake in ({check}.keywords["mistakes"] or {{}}).items():
+    with _contextlib.redirect_stdout(_io.StringIO()) as _printed:
+        {check}(_mistake)
+    _verdicts[_hint] = _printed.getvalue()
+print(_json.dumps(_verdicts))
+"""
+
 # Run in the kernel before the page, by the tests only (the notebook a reader downloads
 # has no such cell): every torch.allclose the page calls keeps how close it came to its
 # tolerance, the largest |a - b| / (atol + rtol |b|), which WATCHED then reads back.
@@ -238,6 +251,16 @@ def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], st
                 client, notebook, f"{block.code}\n{exercise.check_code}"
             )
             verdicts[exercise.lineno, label] = f"({why})\n{printed}" if why else printed
+        if exercise.check_name:
+            printed, why = _execute_hidden_or_why(
+                client, notebook, NAMED_MISTAKES.format(check=exercise.check_name)
+            )
+            try:
+                named = json.loads(printed)
+            except ValueError:
+                named = {"(the checker's mistakes)": f"({why or 'no verdicts'})\n{printed}"}
+            for hint, verdict in named.items():
+                verdicts[exercise.lineno, f"{NAMED} '{hint}'"] = verdict
     return verdicts
 
 

@@ -21,6 +21,7 @@ problem found names the page, the line and the cause.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,16 @@ class Exercise:
     def check_code(self) -> str:
         """What runs after a solution or a mistake: the check's blocks, machinery first."""
         return "\n".join(block.code for block in [*self.machinery, self.check])
+
+    @property
+    def check_name(self) -> str | None:
+        """The name of the check the one-line call calls, as in `check_x(x)`."""
+        try:
+            call = ast.parse(self.check.code.strip()).body[0].value
+        except (AttributeError, IndexError, SyntaxError):
+            return None
+        is_call = isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+        return call.func.id if is_call else None
 
     def variants(self) -> list[tuple[str, Block, str]]:
         """What the tests run in place of the starter, each followed by the check: the
