@@ -16,15 +16,14 @@ import torch
 
 
 def same(got, want, atol):
-    """Equal within `atol` for tensors (of one shape and one dtype), item by item for
-    tuples and lists, else with ==."""
+    """Equal within `atol`: tensors of one shape and one dtype, tuples and lists item by
+    item, floats within `atol`, anything else with ==."""
     if isinstance(want, torch.Tensor):
         return (
             isinstance(got, torch.Tensor)
             and got.shape == want.shape
             and got.dtype == want.dtype
-            # equal infinities count as equal, as in masked scores
-            and bool(((got.double() - want.double()).abs().le(atol) | (got == want)).all())
+            and bool(gap(got, want).le(atol).all())
         )
     if isinstance(want, (tuple, list)):
         return (
@@ -32,7 +31,19 @@ def same(got, want, atol):
             and len(got) == len(want)
             and all(same(g, w, atol) for g, w in zip(got, want, strict=True))
         )
+    if isinstance(want, float) and isinstance(got, (int, float)):
+        return got == want or abs(got - want) <= atol
     return not isinstance(got, torch.Tensor) and bool(got == want)
+
+
+def gap(got, want):
+    """|got - want| item by item, complex included; 0 where both are equal, as infinities
+    in masked scores, or both NaN."""
+    wide = torch.complex128 if want.is_complex() or got.is_complex() else torch.float64
+    apart = (got.to(wide) - want.to(wide)).abs()
+    return apart.nan_to_num(nan=torch.inf).masked_fill(
+        (got == want) | got.isnan() & want.isnan(), 0
+    )
 
 
 def unchanged(after, before):
@@ -80,7 +91,9 @@ def shown(value):
     """A short description of an argument or a result, for a verdict."""
     if isinstance(value, torch.Tensor):  # its shape, and its dtype unless float32
         dtype = "" if value.dtype == torch.float32 else f" {value.dtype}".replace("torch.", "")
-        return f"{tuple(value.shape)}{dtype}"
+        return (
+            f"{tuple(value.shape)}{dtype}" if value.dim() else f"tensor({value.item():.4g}){dtype}"
+        )
     if isinstance(value, torch.nn.Module):
         return type(value).__name__
     if isinstance(value, (tuple, list)) and len(value) > 3:
@@ -98,13 +111,15 @@ def said(error):
 def difference(got, want, atol):
     """Where `got` first differs from `want`, in words."""
     pairs = isinstance(want, (tuple, list)) and isinstance(got, (tuple, list))
-    if pairs and len(got) == len(want):  # the first item that differs
+    if pairs and len(got) != len(want):
+        return f"Expected a {type(want).__name__} of {len(want)}; got {len(got)} items."
+    if pairs:  # the first item that differs
         n = next(n for n, (g, w) in enumerate(zip(got, want, strict=True)) if not same(g, w, atol))
         return f"Item {n} of the {type(want).__name__}: {difference(got[n], want[n], atol)}"
     tensors = isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor)
     if tensors and got.shape == want.shape and got.dtype == want.dtype:
-        gap = (got.double() - want.double()).abs().max().item()
-        return f"The largest difference is {gap:.3g}; the check allows {atol}."
+        largest = gap(got, want).max().item()  # inf where one is NaN or infinite alone
+        return f"The largest difference is {largest:.3g}; the check allows {atol}."
     if tensors and got.shape == want.shape:
         return f"Expected dtype {want.dtype}; got {got.dtype}, with the right shape."
     return f"Expected {shown(want)}; got {shown(got)}."
@@ -164,7 +179,7 @@ def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
             print(f"✗ the check stopped on input {number} of {len(inputs)}, after {name} "
                   f"ran: {said(error)}")  # fmt: skip
         return False
-    print(f"✓ {name} equals {against} on {len(inputs)} inputs")
+    print(f"✓ {name} equals {against} on {len(inputs)} input{'s' * (len(inputs) != 1)}")
     return True
 
 

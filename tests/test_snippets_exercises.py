@@ -1,6 +1,7 @@
 """snippets/exercises.py: the checker fails a wrong dtype, an answer that changes its
-arguments and a tuple that differs past its first item, each with a hint that says so,
-and never raises, whatever the reader's function or the reference does."""
+arguments and a tuple that differs past its first item, each with a hint that says so;
+compares masked scores, NaN, complex numbers and floats as a reader expects; and never
+raises, whatever the reader's function or the reference does."""
 
 import torch
 
@@ -81,3 +82,34 @@ def test_an_argument_autograd_made_is_copied_and_its_change_named(capsys):
     assert not check(shifted, lambda x: 2 * x, [(x,)], against="2 * x")
     assert "✗ shifted changed its argument 1" in capsys.readouterr().out
     assert torch.equal(x.detach(), torch.arange(4.0))  # the caller's tensor, as it was
+
+
+def test_masked_scores_and_nan_compare_where_they_are_equal(capsys):
+    scores = torch.tensor([[0.5, -torch.inf], [torch.nan, 1.0]])
+    assert check(lambda x: x.clone(), lambda x: x.clone(), [(scores,)], against="itself")
+    shifted = scores + torch.tensor([[0.25, 0.0], [0.0, 0.0]])  # -inf stays -inf
+    assert not check(lambda x: shifted, lambda x: x.clone(), [(scores,)], against="itself")
+    assert "The largest difference is 0.25;" in capsys.readouterr().out  # not nan
+    assert not check(lambda x: x.nan_to_num(), lambda x: x.clone(), [(scores,)], against="it")
+    assert "The largest difference is inf;" in capsys.readouterr().out
+
+
+def test_complex_results_compare_their_imaginary_parts_too(capsys):
+    z = torch.tensor([1 + 1j, 2 - 1j])
+    assert not check(torch.conj_physical, lambda z: z.clone(), [(z,)], against="z")
+    assert "The largest difference is 2;" in capsys.readouterr().out
+
+
+def test_a_float_result_compares_within_the_tolerance(capsys):
+    assert check(lambda x: 0.1 + 0.2, lambda x: 0.3, [(0,)], against="0.3")
+    assert not check(lambda x: 0.3 + 1e-3, lambda x: 0.3, [(0,)], against="0.3")
+    capsys.readouterr()
+
+
+def test_a_verdict_says_how_long_a_tuple_was_and_what_a_scalar_tensor_holds(capsys):
+    assert not check(lambda x: (x, x, x), lambda x: (x, x), [(1,)], against="a pair")
+    assert "Expected a tuple of 2; got 3 items." in capsys.readouterr().out
+    assert not check(lambda x: x.sum(), lambda x: x.mean(), [(torch.ones(2),)], against="mean")
+    assert "on input 1 of 1: (2,)" in capsys.readouterr().out
+    assert not check(lambda x: x, lambda x: 2 * x, [(torch.tensor(2.5),)], against="2 * x")
+    assert "on input 1 of 1: tensor(2.5)" in capsys.readouterr().out

@@ -187,6 +187,15 @@ def test_the_notebook_hides_the_code_of_how_the_check_works(tmp_path):
     )
 
 
+def test_the_notebook_keeps_the_blank_lines_of_code_in_a_box(tmp_path):
+    # pytest-codeblocks drops them, and so does the code the tests run; the reader's keeps them
+    separated = "    inputs = [(torch.ones(3),)]\n\n\n        check_double = checker("
+    page = chapter(tmp_path, EXERCISE.replace("    check_double = checker(", separated))
+    [hidden] = [c.source for c in to_notebook(page, None).cells if c.metadata.get("jupyter")][1:]
+    assert hidden.startswith("inputs = [(torch.ones(3),)]\n\n\ncheck_double = checker(")
+    assert page.cells[-2].code.startswith("inputs = [(torch.ones(3),)]\ncheck_double = ")
+
+
 def test_a_box_a_code_cell_cuts_stays_a_quote(tmp_path):
     path = tmp_path / "boxed.md"
     path.write_text(

@@ -17,7 +17,17 @@ from pathlib import Path
 
 import nbformat
 
-from tools.pages import BOOK_PACKAGES, DOCS, Page, notebook_path, parse, site_path
+from tools.pages import (
+    BOOK_PACKAGES,
+    DOCS,
+    INCLUDE,
+    Block,
+    Page,
+    expand_includes,
+    notebook_path,
+    parse,
+    site_path,
+)
 
 ADMONITION = re.compile(r'^(\s*)(!!!|\?\?\?\+?)\s+(\w+)(?:\s+"([^"]*)")?\s*$')
 MARKER = re.compile(r"^\s*<!--.*-->\s*$")
@@ -48,8 +58,9 @@ def to_notebook(page: Page, site_url: str | None) -> nbformat.NotebookNode:
         if lineno in python:
             _flush(prose, cells, page.path, site_url)
             block = python[lineno]
-            i = _fence_end(lines, i) + 1
-            cell = nbformat.v4.new_code_cell(block.code.rstrip("\n"))
+            end = _fence_end(lines, i)
+            cell = nbformat.v4.new_code_cell(_source(block, lines[i : end + 1]).rstrip("\n"))
+            i = end + 1
             if _folded(lines, lineno - 1):  # in a collapsed box: its code hidden, as there
                 cell.metadata["jupyter"] = {"source_hidden": True}
                 cell.metadata["cellView"] = "form"  # Colab's way to hide it
@@ -70,6 +81,18 @@ def to_notebook(page: Page, site_url: str | None) -> nbformat.NotebookNode:
     for number, cell in enumerate(notebook.cells):
         cell.id = f"cell-{number}"  # stable ids: the same page gives the same file
     return notebook
+
+
+def _source(block: Block, fence: list[str]) -> str:
+    """The block's code with the blank lines the page shows: pytest-codeblocks, and so
+    `block.code`, drops those of a fence indented in a box."""
+    indent = len(fence[0]) - len(fence[0].lstrip())
+    if not indent:
+        return block.code
+    body = "".join(f"{line[indent:]}\n" for line in fence[1:-1])
+    if not any(INCLUDE.match(line) for line in fence[1:-1]):
+        return body
+    return expand_includes(body, block.page, block.lineno + 1)[0]
 
 
 def _folded(lines: list[str], i: int) -> bool:
