@@ -251,14 +251,14 @@ def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], st
                 client, notebook, f"{block.code}\n{exercise.check_code}"
             )
             verdicts[exercise.lineno, label] = f"({why})\n{printed}" if why else printed
-        if exercise.check_name:
+        for name in exercise.checkers:
             printed, why = _execute_hidden_or_why(
-                client, notebook, NAMED_MISTAKES.format(check=exercise.check_name)
+                client, notebook, NAMED_MISTAKES.format(check=name)
             )
             try:
                 named = json.loads(printed)
             except ValueError:
-                named = {"(the checker's mistakes)": f"({why or 'no verdicts'})\n{printed}"}
+                named = {f"(the mistakes of {name})": f"({why or 'no verdicts'})\n{printed}"}
             for hint, verdict in named.items():
                 verdicts[exercise.lineno, f"{NAMED} '{hint}'"] = verdict
     return verdicts

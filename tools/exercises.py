@@ -68,14 +68,24 @@ class Exercise:
         return "\n".join(block.code for block in [*self.machinery, self.check])
 
     @property
-    def check_name(self) -> str | None:
-        """The name of the check the one-line call calls, as in `check_x(x)`."""
-        try:
-            call = ast.parse(self.check.code.strip()).body[0].value
-        except (AttributeError, IndexError, SyntaxError):
-            return None
-        is_call = isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-        return call.func.id if is_call else None
+    def checkers(self) -> list[str]:
+        """The names the machinery binds to a `checker(...)`, as in `check_x = checker(...)`."""
+        names = []
+        for block in self.machinery:
+            try:
+                tree = ast.parse(block.code)
+            except SyntaxError:  # the page's own test says where
+                continue
+            names += [
+                target.id
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and getattr(node.value.func, "id", None) == "checker"
+                for target in node.targets
+                if isinstance(target, ast.Name)
+            ]
+        return names
 
     def variants(self) -> list[tuple[str, Block, str]]:
         """What the tests run in place of the starter, each followed by the check: the
