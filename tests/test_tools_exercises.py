@@ -129,6 +129,14 @@ def test_a_missing_part_is_named_with_file_and_line(tmp_path, removed, missing):
     [
         (('    ??? example "How this check works"\n', ""), "goes in a box"),
         (("    check_double(double)\n", "    check_double(\n        double)\n"), "is one line"),
+        (
+            (
+                "    <!--pytest-codeblocks:cont-->\n    ```python\n    check_double(double)",
+                "    <!--pytest-codeblocks:cont-->\n    ```python\n    x = 1\n    ```\n\n"
+                "    <!--pytest-codeblocks:cont-->\n    ```python\n    check_double(double)",
+            ),
+            "outside the box",
+        ),
     ],
 )
 def test_a_check_shows_one_line_and_folds_how_it_works(tmp_path, change, problem):

@@ -176,6 +176,14 @@ def problems(page: Page) -> list[str]:
                 f"{exercise.machinery[0].where}: the code that makes the check goes in a box "
                 f"'{MACHINERY}', its block first in the box."
             )
+        else:  # the box's other blocks: no line of the page between them is outside it
+            raw = text.splitlines()
+            result += [
+                f"{block.where}: a block between '{MACHINERY}' and the check, outside the box: "
+                "indent it into the box, or move it above the exercise."
+                for block in exercise.machinery[1:]
+                if any(line and not line.startswith(" ") for line in raw[first : block.lineno])
+            ]
     return result
 
 
