@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from snippets import bert_by_hand as bh
-from tests.conftest import BATCH
+from tests.inputs import BATCH
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

@@ -7,7 +7,7 @@ tests/test_snippets_bert_by_hand.py."""
 import pytest
 
 from snippets import bert_by_hand as bh
-from tests.conftest import ATOL, PAIRS
+from tests.inputs import ATOL, PAIRS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

@@ -9,7 +9,7 @@ import inspect
 import pytest
 import torch
 
-from tests.conftest import ATOL, BATCH, SENTENCE
+from tests.inputs import ATOL, BATCH, SENTENCE
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from snippets import bert_by_hand as bh
-from tests.conftest import ATOL, BATCH, PAIRS
+from tests.inputs import ATOL, BATCH, PAIRS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

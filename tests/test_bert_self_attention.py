@@ -12,7 +12,7 @@ from transformers import AutoModel
 
 from snippets import bert_by_hand as bh
 from snippets.hub import MINILM
-from tests.conftest import ATOL, SENTENCE
+from tests.inputs import ATOL, SENTENCE
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from snippets import sentence_embeddings as se
-from tests.conftest import BATCH
+from tests.inputs import BATCH
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

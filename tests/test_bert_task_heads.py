@@ -12,7 +12,7 @@ from transformers import AutoModelForSequenceClassification, BertForPreTraining
 from snippets import bert_by_hand as bh
 from snippets import pretraining
 from snippets.hub import MINILM
-from tests.conftest import ATOL, BATCH, PAIRS
+from tests.inputs import ATOL, BATCH, PAIRS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

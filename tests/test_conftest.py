@@ -1,5 +1,6 @@
-"""The test set-up (tests/conftest.py): it runs offline, where no host but this machine can be
-reached; `--page` runs a page with the tests that check it; a page's blocks share a worker."""
+"""The test set-up (tests/conftest.py, tests/plugins/): it runs offline, where no host but
+this machine can be reached; `--page` runs a page with the tests that check it; a page's
+blocks share a worker."""
 
 import os
 import re
@@ -34,7 +35,7 @@ def test_hugging_face_does_not_try_the_hub_for_a_model_it_lacks():
 
 
 def test_one_page_runs_with_its_own_tests_its_aspects_and_its_snippets():
-    from tests.conftest import tests_of
+    from tests.plugins.selection import tests_of
     from tools.pages import DOCS
 
     assert {
@@ -71,7 +72,7 @@ def test_a_pages_blocks_run_in_one_worker_and_a_files_tests_in_one(tmp_path):
     group = block_group(Path("docs/part/page.md"), "as-is")
     (tmp_path / "test_grouped.py").write_text(GROUPED.replace("GROUP", repr(group)))
     (tmp_path / "conftest.py").write_text(
-        "from tests.conftest import pytest_collection_modifyitems"
+        "from tests.plugins.groups import pytest_collection_modifyitems"
     )
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
@@ -86,7 +87,7 @@ def test_a_pages_blocks_run_in_one_worker_and_a_files_tests_in_one(tmp_path):
 
 
 def test_the_kept_site_is_rebuilt_when_a_file_it_is_built_from_changes(tmp_path, monkeypatch):
-    from tests.conftest import site_inputs_digest
+    from tests.plugins.site import site_inputs_digest
 
     (tmp_path / "docs" / "part").mkdir(parents=True)
     (tmp_path / "mkdocs.yml").write_text("site_name: t\n")

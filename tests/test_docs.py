@@ -15,12 +15,8 @@ from pathlib import Path
 import pytest
 
 from snippets.book import cpu_name
-from tests.conftest import (
-    NARROW_MARGIN,
-    OVER_BUDGET,
-    selected_configurations,
-    selected_pages,
-)
+from tests.plugins.report import NARROW_MARGIN, OVER_BUDGET
+from tests.plugins.selection import selected_configurations, selected_pages
 from tools import checks, timings
 from tools.execute import NAMED, BlockFailure, BlockSkipped, run_page
 from tools.exercises import exercises, is_variant

@@ -26,7 +26,7 @@ from transformers import AutoModelForSequenceClassification
 
 from snippets.hub import MINILM
 from snippets.lora import LoRALinear, add_lora, merge
-from tests.conftest import BATCH, PAIRS
+from tests.inputs import BATCH, PAIRS
 
 DOCS = Path(__file__).parents[1] / "docs"
 MERGE_ATOL = 5e-7  # see above

@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 
 from snippets.decoding import beam_search, generate_batch, reorder
 from snippets.hub import GPT2_SHAKESPEARE
-from tests.conftest import random_ids
+from tests.inputs import random_ids
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

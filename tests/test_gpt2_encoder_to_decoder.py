@@ -11,7 +11,7 @@ from transformers import GPT2LMHeadModel
 from snippets.encoder_to_decoder import copy_gpt2_block
 from snippets.hub import GPT2_SHAKESPEARE
 from snippets.transformer import DecoderLayer, causal_mask
-from tests.conftest import random_ids
+from tests.inputs import random_ids
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

@@ -11,7 +11,7 @@ from safetensors import safe_open
 
 from snippets.gpt2_by_hand import conv1d
 from snippets.hub import GPT2_SHAKESPEARE
-from tests.conftest import random_ids
+from tests.inputs import random_ids
 
 
 @torch.no_grad()

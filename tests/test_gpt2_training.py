@@ -16,7 +16,7 @@ from transformers import AutoTokenizer, GPT2LMHeadModel
 
 from snippets import gpt2_training, training_runs
 from snippets.hub import GPT2_SHAKESPEARE
-from tests.conftest import run_training, without_timing
+from tests.training import run_training, without_timing
 
 TINY = [
     "--vocab-size", "300", "--n-positions", "32", "--n-embd", "32", "--n-layer", "2",

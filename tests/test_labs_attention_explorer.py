@@ -9,7 +9,7 @@ import re
 import pytest
 
 from snippets.hub import shakespeare_dir
-from tests.conftest import LabRun
+from tests.labs import LabRun
 from tools.pages import LABS
 
 LAB = LABS / "attention-explorer.py"

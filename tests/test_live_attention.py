@@ -14,14 +14,8 @@ import torch
 
 from snippets.book import DOCS, REPO_ROOT, read_json, write_json
 from snippets.hub import MINILM
-from tests.conftest import (
-    PAIRS,
-    SENTENCE,
-    assert_readable,
-    loaded_live_page,
-    new_tab,
-    record_worst,
-)
+from tests.inputs import PAIRS, SENTENCE
+from tests.plugins.browser import assert_readable, loaded_live_page, new_tab, record_worst
 from tools.live import LIMIT, LIVE_MODELS
 
 pytestmark = pytest.mark.usefixtures("no_grad")

@@ -5,12 +5,12 @@ Unicode strings (tests/test_live_generation_tokenizer.py draws the same for GPT-
 
 The JavaScript follows the Rust library's rules, not the browser's: the library reads character
 categories from Unicode 8.0 and the browser from a newer Unicode, so the EDGE_CASES of
-tests/conftest.py name the characters where they disagree, with the other places where
+tests/tokenizer_texts.py name the characters where they disagree, with the other places where
 JavaScript differs from Rust (the final sigma of toLowerCase, UTF-16 lengths)."""
 
 import itertools
 
-from tests.conftest import random_texts, tempest_lines
+from tests.tokenizer_texts import random_texts, tempest_lines
 
 # sentence pairs: each line of The Tempest with the next, from Act I, Scene II on
 FIRST_PAIR, PAIRS = 1000, 300

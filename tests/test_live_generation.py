@@ -17,7 +17,7 @@ from transformers import (
 )
 
 from snippets.book import REPO_ROOT, read_json, write_json
-from tests.conftest import assert_readable, loaded_live_page, new_tab, record_worst
+from tests.plugins.browser import assert_readable, loaded_live_page, new_tab, record_worst
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

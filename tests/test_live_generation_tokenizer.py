@@ -1,7 +1,7 @@
 """The live generation page's tokenizer, docs/live/js/bpe.js, run in headless Chromium on
 the built site, against the book's GPT-2 tokenizer in transformers: the same tokens and ids,
 and the same text decoded from them, on every line of The Tempest and on the random Unicode
-strings of tests/conftest.py; and the same text from random ids."""
+strings of tests/tokenizer_texts.py; and the same text from random ids."""
 
 import random
 
@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoTokenizer
 
 from snippets.hub import GPT2_SHAKESPEARE
-from tests.conftest import random_texts, tempest_lines
+from tests.tokenizer_texts import random_texts, tempest_lines
 
 RANDOM_IDS = 1000
 

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pytest
 
 from snippets.book import REPO_ROOT, nav, read_json, write_json
-from tests.conftest import READABLE_CONTRAST, contrast, loaded_live_page
+from tests.plugins.browser import READABLE_CONTRAST, contrast, loaded_live_page
 from tools.pages import DOCS, LABS, display, pages, site_path
 
 SCREENSHOTS = REPO_ROOT / "artifacts" / "screenshots"

@@ -36,7 +36,7 @@ import torch
 from transformers import BertConfig, BertModel
 
 from snippets import bert_by_hand as bh
-from tests.conftest import ATOL, BATCH, PAIRS, SENTENCE
+from tests.inputs import ATOL, BATCH, PAIRS, SENTENCE
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

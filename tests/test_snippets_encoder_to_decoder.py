@@ -21,7 +21,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from snippets.encoder_to_decoder import DecoderOnlyLayer, copy_gpt2_block
 from snippets.transformer import EncoderLayer, LayerNorm
-from tests.conftest import random_ids
+from tests.inputs import random_ids
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

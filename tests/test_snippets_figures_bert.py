@@ -5,7 +5,7 @@ hooks are gone afterwards."""
 import pytest
 
 from snippets.figures.bert import record_calls
-from tests.conftest import PAIRS
+from tests.inputs import PAIRS
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

@@ -13,7 +13,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from snippets.gpt2_by_hand import causal_attention, forward, gelu_tanh
 from snippets.hub import GPT2_SHAKESPEARE
-from tests.conftest import random_ids
+from tests.inputs import random_ids
 
 ATOL = 1e-4  # float32, logits of magnitude up to ~3: GPT-2 124M with random weights
 # float32 logits up to ~20, through the shipped model's residual stream, which reaches 400

@@ -22,7 +22,7 @@ from transformers import AutoTokenizer
 
 from snippets.hub import GPT2_SHAKESPEARE
 from snippets.looking_inside import ablate_heads, logit_lens, residual_streams
-from tests.conftest import random_ids
+from tests.inputs import random_ids
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

@@ -1,4 +1,4 @@
-"""The proof table (tools/proofs.py) and `prove` (tests/conftest.py): every equality is
+"""The proof table (tools/proofs.py) and `prove` (tests/plugins/proofs.py): every equality is
 read from the tests without running them, grouped by chapter, and shown as not measured
 until a run records it; a proof is recorded under the configuration that measured it, the
 table gives the largest difference over them, and `prove` fails on a difference over the
@@ -10,7 +10,7 @@ from textwrap import dedent
 import pytest
 import torch
 
-from tests.conftest import NARROW_MARGIN
+from tests.plugins.report import NARROW_MARGIN
 from tools import numerics, proofs
 
 SOURCE = """

@@ -11,7 +11,7 @@ import torch
 from transformers import DataCollatorForLanguageModeling
 
 from snippets import pretraining
-from tests.conftest import documents_holding
+from tests.training import documents_holding
 
 FIVE_SIGMA = 5  # a correct recipe lands outside 5 σ less than once in a million samples
 

@@ -15,7 +15,7 @@ from transformers import AutoTokenizer, BertConfig, BertForPreTraining
 
 from snippets import pretraining, training_runs
 from snippets.hub import BERT_SHAKESPEARE
-from tests.conftest import documents_holding, run_training, without_timing
+from tests.training import documents_holding, run_training, without_timing
 
 TINY = [
     "--max-length", "32", "--hidden-size", "16", "--num-layers", "1", "--num-heads", "2",

@@ -1,6 +1,6 @@
 """The proof table: every equality the book proves, with what the last test run measured.
 
-The parity tests prove each equality with `prove` (tests/conftest.py): the component
+The parity tests prove each equality with `prove` (tests/plugins/proofs.py): the component
 written by hand, the reference it is held to, the inputs and the tolerance. The site
 build reads those calls from the tests' source, without running them (`equalities`), so
 every build shows every equality, grouped by the chapter its test checks. A test run
@@ -11,7 +11,7 @@ elsewhere says "not measured here". Nothing in it is typed by hand.
 
 The tests are read, not imported: importing them would import torch and transformers
 into the build. A `prove(...)` call's arguments are evaluated from what the source
-fixes: literals, the module's and tests/conftest.py's constants, the test's own simple
+fixes: literals, the module's and tests/inputs.py's constants, the test's own simple
 assignments and its `pytest.mark.parametrize` values (one row for each), and for a helper
 that takes `prove`, the arguments each test passes it. What only a run knows (a loop
 over tensors, a tolerance computed from a measurement) shows as "…".
@@ -229,7 +229,7 @@ def _constants(path: Path, names: dict | None = None) -> tuple[ast.Module, dict]
 def equalities(tests: Path = TESTS) -> list[Equality]:
     """Every equality the tests prove, read from their `prove(...)` calls, in file order."""
     _SEEN.clear()
-    shared = _constants(tests / "conftest.py")[1] if (tests / "conftest.py").exists() else {}
+    shared = _constants(tests / "inputs.py")[1] if (tests / "inputs.py").exists() else {}
     found: list[Equality] = []
     for path in sorted(tests.glob("test_*.py")):
         if "prove(" not in path.read_text():
@@ -271,7 +271,7 @@ class Group:
 
 def groups(tests: Path = TESTS) -> dict[str, Group]:
     """Each test file's group (file name -> Group): a chapter's own tests and its aspects'
-    (tests/conftest.py, tests_of) go with it; a snippet's tests go with the one chapter
+    (tests/plugins/selection.py, tests_of) go with it; a snippet's tests go with the one chapter
     that includes the snippet, or with every chapter of the first part that includes it."""
     found: dict[str, Group] = {}
     chapters: dict[str, Group] = {}  # page -> its group
