@@ -16,8 +16,11 @@ def byte_symbols():
     (control characters, the space, the non-breaking space, the soft hyphen) are
     given the characters from 256 on, in order: the space becomes "Ġ", a newline "Ċ".
     """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
-                 *range(ord("®"), ord("ÿ") + 1)]  # fmt: skip
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table, shifted = {}, 0
     for byte in range(256):
         if byte in printable:

@@ -97,9 +97,18 @@ def next_token_logits(model, new_ids, cache):
 
 @torch.no_grad()
 def generate(
-    model, input_ids, max_new_tokens, do_sample=False, temperature=1.0, top_k=0, top_p=1.0,
-    repetition_penalty=1.0, no_repeat_ngram_size=0, eos_token_id=None, use_cache=True,
-):  # fmt: skip
+    model,
+    input_ids,
+    max_new_tokens,
+    do_sample=False,
+    temperature=1.0,
+    top_k=0,
+    top_p=1.0,
+    repetition_penalty=1.0,
+    no_repeat_ngram_size=0,
+    eos_token_id=None,
+    use_cache=True,
+):
     """Extend input_ids (1, T) by up to max_new_tokens tokens; stop after eos_token_id."""
     ids = input_ids  # (1, T): the prompt, then every token chosen so far
     new_ids, cache = ids, None  # with the cache, only the newest token is run each step
@@ -141,9 +150,14 @@ def reorder(cache, beams):
 
 @torch.no_grad()
 def beam_search(
-    model, input_ids, num_beams, max_new_tokens, length_penalty=1.0, early_stopping=False,
+    model,
+    input_ids,
+    num_beams,
+    max_new_tokens,
+    length_penalty=1.0,
+    early_stopping=False,
     eos_token_id=None,
-):  # fmt: skip
+):
     """The most likely continuation of input_ids (1, T) that num_beams running guesses find.
 
     A hypothesis ends with eos_token_id or at max_new_tokens; its score is its summed
@@ -208,9 +222,13 @@ def generate_batch(
     new_ids, cache = ids, None
     for _ in range(max_new_tokens):
         out = model(
-            new_ids, attention_mask=mask, position_ids=positions[:, -new_ids.shape[1] :],
-            past_key_values=cache, use_cache=True, logits_to_keep=1,
-        )  # fmt: skip
+            new_ids,
+            attention_mask=mask,
+            position_ids=positions[:, -new_ids.shape[1] :],
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         cache = out.past_key_values
         next_id = out.logits[:, -1].argmax(dim=-1)  # (B,)
         if eos_token_id is not None:

@@ -59,11 +59,17 @@ def unchanged(after, before):
             and bool(((after == before) | (after != after) & (before != before)).all())
         )
     if isinstance(before, (tuple, list)):
-        return isinstance(after, (tuple, list)) and len(after) == len(before) and all(
-            unchanged(a, b) for a, b in zip(after, before, strict=True))  # fmt: skip
+        return (
+            isinstance(after, (tuple, list))
+            and len(after) == len(before)
+            and all(unchanged(a, b) for a, b in zip(after, before, strict=True))
+        )
     if isinstance(before, dict):
-        return isinstance(after, dict) and after.keys() == before.keys() and all(
-            unchanged(after[key], before[key]) for key in before)  # fmt: skip
+        return (
+            isinstance(after, dict)
+            and after.keys() == before.keys()
+            and all(unchanged(after[key], before[key]) for key in before)
+        )
     return True  # nothing else is compared
 
 
@@ -155,8 +161,7 @@ def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
             except Exception as error:  # a reader's bug: reported, not raised
                 print(f"✗ {name}({', '.join(map(shown, args))}) raised {said(error)}")
                 return False
-            where = (f"on input {number} of {len(inputs)}: "
-                     f"{', '.join(map(shown, args))}")  # fmt: skip
+            where = f"on input {number} of {len(inputs)}: {', '.join(map(shown, args))}"
             changed = [n for n, arg in enumerate(args, 1) if not unchanged(mine[n - 1], arg)]
             if changed:
                 print(f"✗ {name} changed its argument {', '.join(map(str, changed))} {where}")
@@ -176,8 +181,10 @@ def check(yours, reference, inputs, against, mistakes=None, atol=1e-5):
             else:
                 print(f"  {difference(got, want, atol)}")
         except Exception as error:  # the reference or the comparison: reported, not raised
-            print(f"✗ the check stopped on input {number} of {len(inputs)}, after {name} "
-                  f"ran: {said(error)}")  # fmt: skip
+            print(
+                f"✗ the check stopped on input {number} of {len(inputs)}, after {name} "
+                f"ran: {said(error)}"
+            )
         return False
     print(f"✓ {name} equals {against} on {len(inputs)} input{'s' * (len(inputs) != 1)}")
     return True

@@ -85,8 +85,9 @@ def sentence_features(encoder, tokenizer, texts, batch_size=100):
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
     pooled, means = [], []
     for start in range(0, len(texts), batch_size):
-        inputs = tokenizer([texts[i] for i in order[start : start + batch_size]],
-                           padding=True, return_tensors="pt")  # fmt: skip
+        inputs = tokenizer(
+            [texts[i] for i in order[start : start + batch_size]], padding=True, return_tensors="pt"
+        )
         out = encoder(**inputs)
         mask = inputs["attention_mask"].unsqueeze(-1).float()  # (B, T, 1): 0 at padding
         mean = (out.last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1)  # (B, C)
@@ -114,8 +115,9 @@ def accuracy(model, tokenizer, texts, labels, batch_size=100):
     return correct / len(texts)
 
 
-def fine_tune(model, tokenizer, train, held_out, epochs=1, batch_size=32, lr=2e-4,
-              eval_every=16, seed=0):  # fmt: skip
+def fine_tune(
+    model, tokenizer, train, held_out, epochs=1, batch_size=32, lr=2e-4, eval_every=16, seed=0
+):
     """Train every weight with AdamW; return the loss of each step, and the held-out
     accuracy every `eval_every` steps as (step, accuracy) pairs.
 
@@ -136,8 +138,11 @@ def fine_tune(model, tokenizer, train, held_out, epochs=1, batch_size=32, lr=2e-
     for _ in range(epochs):
         order = torch.randperm(len(texts), generator=generator).tolist()
         run = 8 * batch_size
-        order = [i for start in range(0, len(order), run)
-                 for i in sorted(order[start : start + run], key=lengths.__getitem__)]  # fmt: skip
+        order = [
+            i
+            for start in range(0, len(order), run)
+            for i in sorted(order[start : start + run], key=lengths.__getitem__)
+        ]
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
             batch = [texts[i] for i in rows]

@@ -130,9 +130,11 @@ def held_out_loss(model, tokenizer, text, batch_size=16):
     for start in range(0, len(inputs), batch_size):
         logits = model(inputs[start : start + batch_size]).logits  # (B, T, V)
         total += F.cross_entropy(
-            logits.flatten(0, 1), targets[start : start + batch_size].flatten(),
-            ignore_index=-100, reduction="sum",
-        ).item()  # fmt: skip
+            logits.flatten(0, 1),
+            targets[start : start + batch_size].flatten(),
+            ignore_index=-100,
+            reduction="sum",
+        ).item()
     return {"nats_per_token": total / len(ids[1:]), "nats_per_char": total / len(text)}
 
 
@@ -247,8 +249,7 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
     optimizers = make_optimizers(model, settings)
     peaks = [optimizer.param_groups[0]["lr"] for optimizer in optimizers]
     windows = torch.Generator().manual_seed(settings.seed)
-    run = Run(settings, work, ("train_loss",), model=model, optimizers=optimizers,
-              windows=windows)  # fmt: skip
+    run = Run(settings, work, ("train_loss",), model=model, optimizers=optimizers, windows=windows)
     run.metrics["parameters"] = sum(p.numel() for p in model.parameters())
     run.metrics["training_tokens"] = len(stream)
     dtype = getattr(torch, settings.autocast)
@@ -276,10 +277,17 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
 
 def main(argv=None):
     training_runs.main(
-        "python -m snippets.gpt2_training", __doc__, Settings, train, OUTPUT, WORK,
-        lambda final: f"{final['nats_per_token']:.4f} nats/token, "
-        f"{final['nats_per_char']:.4f} nats/char", argv,
-    )  # fmt: skip
+        "python -m snippets.gpt2_training",
+        __doc__,
+        Settings,
+        train,
+        OUTPUT,
+        WORK,
+        lambda final: (
+            f"{final['nats_per_token']:.4f} nats/token, {final['nats_per_char']:.4f} nats/char"
+        ),
+        argv,
+    )
 
 
 if __name__ == "__main__":

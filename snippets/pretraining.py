@@ -65,8 +65,9 @@ class Settings:
 
 
 # --8<-- [start:masking]
-def mask_tokens(input_ids, special_tokens_mask, vocab_size, mask_token_id, generator,
-                mlm_probability=0.15):  # fmt: skip
+def mask_tokens(
+    input_ids, special_tokens_mask, vocab_size, mask_token_id, generator, mlm_probability=0.15
+):
     """BERT's masking recipe; returns (inputs, labels), both (B, T) like `input_ids`.
 
     Each ordinary token is chosen with probability 15 %; a chosen token becomes [MASK]
@@ -133,18 +134,23 @@ def sentence_pair(documents, max_tokens, generator, source=None):
 def pretraining_batch(documents, tokenizer, batch_size, max_length, generator, source=None):
     """B pairs, encoded as [CLS] A [SEP] B [SEP] and padded to T, then masked; each A is
     from document number `source`, or from any (see `sentence_pair`) if None."""
-    pairs = [sentence_pair(documents, max_length - 3, generator, source)
-             for _ in range(batch_size)]  # fmt: skip
+    pairs = [sentence_pair(documents, max_length - 3, generator, source) for _ in range(batch_size)]
     input_ids = torch.full((batch_size, max_length), tokenizer.pad_token_id)  # (B, T)
     token_type_ids = torch.zeros(batch_size, max_length, dtype=torch.long)  # (B, T)
     for row, (first, second, _) in enumerate(pairs):
-        ids = [tokenizer.cls_token_id, *first, tokenizer.sep_token_id,
-               *second, tokenizer.sep_token_id]  # fmt: skip
+        ids = [
+            tokenizer.cls_token_id,
+            *first,
+            tokenizer.sep_token_id,
+            *second,
+            tokenizer.sep_token_id,
+        ]
         input_ids[row, : len(ids)] = torch.tensor(ids)
         token_type_ids[row, len(first) + 2 : len(ids)] = 1  # segment B and its [SEP]
     special = torch.isin(input_ids, torch.tensor(tokenizer.all_special_ids))  # (B, T)
-    inputs, labels = mask_tokens(input_ids, special, len(tokenizer), tokenizer.mask_token_id,
-                                 generator)  # fmt: skip
+    inputs, labels = mask_tokens(
+        input_ids, special, len(tokenizer), tokenizer.mask_token_id, generator
+    )
     return {
         "input_ids": inputs,  # (B, T)
         "token_type_ids": token_type_ids,  # (B, T)
@@ -226,8 +232,11 @@ def pretraining_loss(model, batch):
     than on all B × T: its decoder to 30,522 logits is the costliest matrix product of
     this small model, and the others' logits would be thrown away.
     """
-    encoded = model.bert(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
-                         attention_mask=batch["attention_mask"])  # fmt: skip
+    encoded = model.bert(
+        input_ids=batch["input_ids"],
+        token_type_ids=batch["token_type_ids"],
+        attention_mask=batch["attention_mask"],
+    )
     chosen = batch["labels"] != -100  # (B, T)
     mlm_logits = model.cls.predictions(encoded.last_hidden_state[chosen])  # (M, V)
     nsp_logits = model.cls.seq_relationship(encoded.pooler_output)  # (B, 2)
@@ -249,23 +258,26 @@ def word_tokens(tokenizer):
 
 
 @torch.no_grad()
-def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, seed=0,
-                      source=None):  # fmt: skip
+def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, seed=0, source=None):
     """MLM top-1 and top-5 accuracy over the chosen tokens (and top-1 over the word tokens
     among them), and NSP accuracy over the pairs, over all and for each class, on `pairs`
     examples drawn (seeded) from `documents`, each segment A from document number `source`
     if it is given."""
     generator = torch.Generator().manual_seed(seed)
     is_word = word_tokens(tokenizer)  # (V,)
-    counts = dict.fromkeys(["mlm_top1", "mlm_top5", "masked", "word_top1", "words", "nsp",
-                            "nsp_next", "next", "hidden_top1", "hidden", "hidden_word_top1",
-                            "hidden_words"], 0)  # fmt: skip
+    mlm_keys = ["mlm_top1", "mlm_top5", "masked", "word_top1", "words"]
+    at_mask_keys = ["hidden_top1", "hidden", "hidden_word_top1", "hidden_words"]
+    counts = dict.fromkeys([*mlm_keys, "nsp", "nsp_next", "next", *at_mask_keys], 0)
     for start in range(0, pairs, batch_size):
         size = min(batch_size, pairs - start)
-        batch = pretraining_batch(documents, tokenizer, size, model.config.max_position_embeddings,
-                                  generator, source)  # fmt: skip
-        encoded = model.bert(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"],
-                             attention_mask=batch["attention_mask"])  # fmt: skip
+        batch = pretraining_batch(
+            documents, tokenizer, size, model.config.max_position_embeddings, generator, source
+        )
+        encoded = model.bert(
+            input_ids=batch["input_ids"],
+            token_type_ids=batch["token_type_ids"],
+            attention_mask=batch["attention_mask"],
+        )
         chosen = batch["labels"] != -100  # (B, T)
         targets = batch["labels"][chosen]  # (M,)
         top5 = model.cls.predictions(encoded.last_hidden_state[chosen]).topk(5).indices  # (M, 5)
@@ -317,8 +329,9 @@ def mlm_head(model, hidden):
     transformed = F.linear(hidden, head.transform.dense.weight, head.transform.dense.bias)
     transformed = F.gelu(transformed)  # the config's hidden_act, "gelu": the exact erf form
     norm = head.transform.LayerNorm
-    transformed = F.layer_norm(transformed, (model.config.hidden_size,), norm.weight, norm.bias,
-                               norm.eps)  # fmt: skip
+    transformed = F.layer_norm(
+        transformed, (model.config.hidden_size,), norm.weight, norm.bias, norm.eps
+    )
     word_embeddings = model.bert.embeddings.word_embeddings.weight  # (V, C): the input table
     return transformed @ word_embeddings.T + head.bias  # (..., V)
 
@@ -343,15 +356,21 @@ def fill_mask(model, tokenizer, text, top_k=5):
 # --8<-- [start:optimizer]
 def make_optimizer(model, settings):
     """AdamW, decaying the weight matrices only (not biases, LayerNorm gains or embeddings)."""
-    matrices = [p for name, p in model.named_parameters()
-                if p.dim() == 2 and "embeddings" not in name]  # fmt: skip
-    others = [p for name, p in model.named_parameters()
-              if not (p.dim() == 2 and "embeddings" not in name)]  # fmt: skip
+    matrices = [
+        p for name, p in model.named_parameters() if p.dim() == 2 and "embeddings" not in name
+    ]
+    others = [
+        p for name, p in model.named_parameters() if not (p.dim() == 2 and "embeddings" not in name)
+    ]
     return torch.optim.AdamW(
-        [{"params": matrices, "weight_decay": settings.weight_decay},
-         {"params": others, "weight_decay": 0.0}],
-        lr=settings.lr, betas=(0.9, 0.98), eps=1e-6,
-    )  # fmt: skip
+        [
+            {"params": matrices, "weight_decay": settings.weight_decay},
+            {"params": others, "weight_decay": 0.0},
+        ],
+        lr=settings.lr,
+        betas=(0.9, 0.98),
+        eps=1e-6,
+    )
 
 
 def learning_rate_scale(step, settings):
@@ -384,8 +403,14 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
     model = BertForPreTraining(shakespeare_config(tokenizer, settings))
     optimizer = make_optimizer(model, settings)
     generator = torch.Generator().manual_seed(settings.seed)
-    run = Run(settings, work, ("mlm_loss", "nsp_loss"), model=model, optimizer=optimizer,
-              generator=generator)  # fmt: skip
+    run = Run(
+        settings,
+        work,
+        ("mlm_loss", "nsp_loss"),
+        model=model,
+        optimizer=optimizer,
+        generator=generator,
+    )
     run.metrics["parameters"] = sum(p.numel() for p in model.parameters())
     run.metrics["training_tokens"] = sum(len(s) for document in documents for s in document)
     run.metrics["threads"] = torch.get_num_threads()
@@ -399,14 +424,18 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
         within = held_out_accuracy(model, tokenizer, held_out_documents, settings.eval_pairs)
         nsp = held_out_accuracy(model, tokenizer, as_trained, settings.eval_pairs, source=0)
         as_trained_keys = ("nsp_accuracy", "nsp_is_next", "nsp_random")
-        return within | {key: nsp[key] for key in as_trained_keys} | {
-            "nsp_within_play": within["nsp_accuracy"]}  # fmt: skip
+        return (
+            within
+            | {key: nsp[key] for key in as_trained_keys}
+            | {"nsp_within_play": within["nsp_accuracy"]}
+        )
 
     for step in run.steps(evaluate):
         for group in optimizer.param_groups:
             group["lr"] = peak * learning_rate_scale(step, settings)
-        batch = pretraining_batch(documents, tokenizer, settings.batch_size, settings.max_length,
-                                  generator)  # fmt: skip
+        batch = pretraining_batch(
+            documents, tokenizer, settings.batch_size, settings.max_length, generator
+        )
         mlm, nsp = pretraining_loss(model, batch)
         optimizer.zero_grad(set_to_none=True)
         (mlm + nsp).backward()
@@ -422,10 +451,18 @@ def train(settings: Settings, output: Path = OUTPUT, work: Path = WORK) -> dict 
 
 def main(argv=None):
     training_runs.main(
-        "python -m snippets.pretraining", __doc__, Settings, train, OUTPUT, WORK,
-        lambda final: f"MLM top-1 {final['mlm_top1']:.4f}, top-5 {final['mlm_top5']:.4f}, "
-        f"NSP {final['nsp_accuracy']:.4f}", argv,
-    )  # fmt: skip
+        "python -m snippets.pretraining",
+        __doc__,
+        Settings,
+        train,
+        OUTPUT,
+        WORK,
+        lambda final: (
+            f"MLM top-1 {final['mlm_top1']:.4f}, top-5 {final['mlm_top5']:.4f}, "
+            f"NSP {final['nsp_accuracy']:.4f}"
+        ),
+        argv,
+    )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ def embed(model, tokenizer, sentences, batch_size=32, pool=mean_pool):
     rows = []
     for start in range(0, len(sentences), batch_size):
         batch = [sentences[i] for i in order[start : start + batch_size]]
-        inputs = tokenizer(batch, padding=True, truncation=True, max_length=MAX_TOKENS,
-                           return_tensors="pt").to(model.device)  # fmt: skip
+        inputs = tokenizer(
+            batch, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
+        ).to(model.device)
         hidden = model(**inputs).last_hidden_state  # (B, T, C)
         rows.append(pool(hidden, inputs["attention_mask"]))  # (B, C), or (B, K, C)
     back = torch.tensor(order).argsort()  # (N,): back to the order given

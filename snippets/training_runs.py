@@ -89,8 +89,13 @@ class Run:
 
     def __init__(self, settings, work: Path, losses: tuple[str, ...], **parts):
         self.settings, self.work, self.losses, self.parts = settings, work, losses, parts
-        self.metrics = {"settings": recorded(settings), **{name: [] for name in losses},
-                        "held_out": [], "seconds": 0.0, "cpu_seconds": 0.0}  # fmt: skip
+        self.metrics = {
+            "settings": recorded(settings),
+            **{name: [] for name in losses},
+            "held_out": [],
+            "seconds": 0.0,
+            "cpu_seconds": 0.0,
+        }
         self.stopped = False
         state = saved_state(settings, work)
         if state is not None:
@@ -129,8 +134,10 @@ class Run:
         scores = evaluate()
         model.train()
         self.metrics["held_out"].append({"step": step, **scores})
-        shown = "  ".join(f"{name} {value:.4f}" if isinstance(value, float) else f"{name} {value}"
-                          for name, value in scores.items())  # fmt: skip
+        shown = "  ".join(
+            f"{name} {value:.4f}" if isinstance(value, float) else f"{name} {value}"
+            for name, value in scores.items()
+        )
         print(f"step {step:>5}  held-out {shown}", flush=True)
 
     def clock(self) -> float:
@@ -142,8 +149,11 @@ class Run:
     def save(self) -> None:
         self.clock()
         state = {name: _state_of(part) for name, part in self.parts.items()}
-        state |= {"settings": self.metrics["settings"], "torch_rng": torch.get_rng_state(),
-                  "metrics": self.metrics}  # fmt: skip
+        state |= {
+            "settings": self.metrics["settings"],
+            "torch_rng": torch.get_rng_state(),
+            "metrics": self.metrics,
+        }
         save_state(state, self.work)
 
 
@@ -163,14 +173,24 @@ def _restore(part, state) -> None:
         part.load_state_dict(state)
 
 
-def main(prog: str, description: str, settings_class, train, output: Path, work: Path,
-         summary: Callable[[dict], str], argv=None) -> None:  # fmt: skip
+def main(
+    prog: str,
+    description: str,
+    settings_class,
+    train,
+    output: Path,
+    work: Path,
+    summary: Callable[[dict], str],
+    argv=None,
+) -> None:
     """A training script's command line: parse it, train, and summarise the final scores."""
     settings, output, work = command_line(prog, description, settings_class, output, work, argv)
     metrics = train(settings, output, work)
     if metrics is not None:
-        print(f"held-out: {summary(metrics['held_out'][-1])}; "
-              f"{metrics['seconds'] / 60:.1f} min; written to {output}")  # fmt: skip
+        print(
+            f"held-out: {summary(metrics['held_out'][-1])}; "
+            f"{metrics['seconds'] / 60:.1f} min; written to {output}"
+        )
 
 
 def command_line(prog: str, description: str, settings_class, output: Path, work: Path, argv):
@@ -180,11 +200,13 @@ def command_line(prog: str, description: str, settings_class, output: Path, work
     )
     parser.add_argument("--output", type=Path, default=output, help="the shipped checkpoint")
     parser.add_argument("--work", type=Path, default=work, help="the resumable state")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="CPU threads for torch; 0: torch's default")  # fmt: skip
+    parser.add_argument(
+        "--threads", type=int, default=0, help="CPU threads for torch; 0: torch's default"
+    )
     for option in fields(settings_class):
-        parser.add_argument(f"--{option.name.replace('_', '-')}", type=type(option.default),
-                            default=option.default)  # fmt: skip
+        parser.add_argument(
+            f"--{option.name.replace('_', '-')}", type=type(option.default), default=option.default
+        )
     args = vars(parser.parse_args(argv))
     output, work, threads = args.pop("output"), args.pop("work"), args.pop("threads")
     if threads:

@@ -346,12 +346,20 @@ class Transformer(nn.Module):
         """Ours, with m's encoder and decoder stacks. nn.Transformer has no embeddings: ours
         keep their initialisation, and `config` sets the rest (vocab_size, max_len, pad_id)."""
         first = m.encoder.layers[0]
-        ours = cls(TransformerConfig(
-            d_model=m.d_model, num_heads=m.nhead, d_ff=first.linear1.out_features,
-            num_encoder_layers=len(m.encoder.layers), num_decoder_layers=len(m.decoder.layers),
-            dropout=first.dropout.p, norm_first=first.norm_first, activation=first.activation,
-            eps=first.norm1.eps, **config,
-        )).to(first.linear1.weight)  # fmt: skip
+        ours = cls(
+            TransformerConfig(
+                d_model=m.d_model,
+                num_heads=m.nhead,
+                d_ff=first.linear1.out_features,
+                num_encoder_layers=len(m.encoder.layers),
+                num_decoder_layers=len(m.decoder.layers),
+                dropout=first.dropout.p,
+                norm_first=first.norm_first,
+                activation=first.activation,
+                eps=first.norm1.eps,
+                **config,
+            )
+        ).to(first.linear1.weight)
         ours.encoder.layers = nn.ModuleList(EncoderLayer.from_torch(x) for x in m.encoder.layers)
         ours.decoder.layers = nn.ModuleList(DecoderLayer.from_torch(x) for x in m.decoder.layers)
         ours.encoder.norm.load_state_dict(m.encoder.norm.state_dict())

@@ -31,6 +31,9 @@ def test_warning_hidden_states_0_already_contains_positions_and_token_types(
     )
     tables = minilm.embeddings
     T = batch["input_ids"].shape[1]
-    twice = (first + tables.position_embeddings.weight[:T]
-             + tables.token_type_embeddings.weight[batch["token_type_ids"]])  # fmt: skip
+    twice = (
+        first
+        + tables.position_embeddings.weight[:T]
+        + tables.token_type_embeddings.weight[batch["token_type_ids"]]
+    )
     assert (twice - first).abs().max() > 0.5

@@ -74,12 +74,16 @@ def test_a_pages_blocks_run_in_one_worker_and_a_files_tests_in_one(tmp_path):
     (tmp_path / "conftest.py").write_text(
         "from tests.plugins.groups import pytest_collection_modifyitems"
     )
+    options = ["-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider"]
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
-         "-p", "no:cacheprovider", "test_grouped.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-m", "pytest", *options, "test_grouped.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         env=os.environ | {"PYTHONPATH": str(REPO_ROOT)},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stdout[-2000:]
     for test in ("test_block", "test_other"):
         workers = set(re.findall(rf"\[(gw\d+)\].* PASSED .*::{test}\[", result.stdout))

@@ -33,29 +33,49 @@ def pytest_generate_tests(metafunc):
         # one group per page and configuration, so that pytest-xdist runs its blocks in one
         # worker, after one run of the page
         blocks = [
-            pytest.param(page, block, configuration, id=f"{block.where}[{configuration}]",
-                         marks=pytest.mark.xdist_group(block_group(page.path, configuration)))
+            pytest.param(
+                page,
+                block,
+                configuration,
+                id=f"{block.where}[{configuration}]",
+                marks=pytest.mark.xdist_group(block_group(page.path, configuration)),
+            )
             for configuration in selected_configurations(metafunc.config)
             for page in chosen
             for block in page.blocks
             if not is_variant(block)  # test_exercise runs it
-        ]  # fmt: skip
+        ]
         metafunc.parametrize(("page", "block", "configuration"), blocks)
     elif "exercise" in metafunc.fixturenames:
-        metafunc.parametrize(("page", "exercise", "configuration"), [
-            pytest.param(page, exercise, configuration, id=f"{exercise.where}[{configuration}]",
-                         marks=pytest.mark.xdist_group(block_group(page.path, configuration)))
-            for configuration in selected_configurations(metafunc.config)
-            for page in chosen
-            for exercise in exercises(page)
-        ])  # fmt: skip
+        metafunc.parametrize(
+            ("page", "exercise", "configuration"),
+            [
+                pytest.param(
+                    page,
+                    exercise,
+                    configuration,
+                    id=f"{exercise.where}[{configuration}]",
+                    marks=pytest.mark.xdist_group(block_group(page.path, configuration)),
+                )
+                for configuration in selected_configurations(metafunc.config)
+                for page in chosen
+                for exercise in exercises(page)
+            ],
+        )
     elif "configuration" in metafunc.fixturenames:  # the budget: as-is only
-        metafunc.parametrize(("page", "configuration"), [
-            pytest.param(page, "as-is", id=display(page.path),
-                         marks=pytest.mark.xdist_group(block_group(page.path, "as-is")))
-            for page in chosen
-            if page.cells and "as-is" in selected_configurations(metafunc.config)
-        ])  # fmt: skip
+        metafunc.parametrize(
+            ("page", "configuration"),
+            [
+                pytest.param(
+                    page,
+                    "as-is",
+                    id=display(page.path),
+                    marks=pytest.mark.xdist_group(block_group(page.path, "as-is")),
+                )
+                for page in chosen
+                if page.cells and "as-is" in selected_configurations(metafunc.config)
+            ],
+        )
     elif "page" in metafunc.fixturenames:
         metafunc.parametrize("page", chosen, ids=[display(page.path) for page in chosen])
 

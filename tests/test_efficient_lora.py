@@ -62,8 +62,13 @@ def peft_name(name):
 def twins(base, r, alpha, targets, dropout=0.0):
     """Ours and peft's LoRA on two copies of `base`, ours given peft's random A."""
     ours = add_lora(copy.deepcopy(base), r=r, alpha=alpha, targets=targets, dropout=dropout)
-    config = LoraConfig(task_type="SEQ_CLS", r=r, lora_alpha=alpha, lora_dropout=dropout,
-                        target_modules=list(targets))  # fmt: skip
+    config = LoraConfig(
+        task_type="SEQ_CLS",
+        r=r,
+        lora_alpha=alpha,
+        lora_dropout=dropout,
+        target_modules=list(targets),
+    )
     theirs = get_peft_model(copy.deepcopy(base), config)
     theirs_by_name = dict(theirs.named_parameters())
     trainable = {n: p for n, p in ours.named_parameters() if p.requires_grad}
@@ -90,10 +95,14 @@ def test_a_lora_linear_starts_as_its_base_layer_and_counts_r_times_in_plus_out()
 
 @pytest.mark.parametrize(
     ("r", "alpha", "targets", "dropout"),
-    [(8, 16, ("query", "value"), 0.0), (1, 4, ("key",), 0.0),
-     (16, 8, ("query", "key", "value"), 0.0), (8, 16, ("query", "value"), 0.1)],
+    [
+        (8, 16, ("query", "value"), 0.0),
+        (1, 4, ("key",), 0.0),
+        (16, 8, ("query", "key", "value"), 0.0),
+        (8, 16, ("query", "value"), 0.1),
+    ],
     ids=["q+v", "r1-key", "r16-qkv", "page: q+v, lora_dropout 0.1"],
-)  # fmt: skip
+)
 def test_lora_equals_peft_bit_for_bit_at_init_and_after_two_adamw_steps(
     prove, base, tokenizer, r, alpha, targets, dropout
 ):
@@ -107,13 +116,20 @@ def test_lora_equals_peft_bit_for_bit_at_init_and_after_two_adamw_steps(
         ours.eval(), theirs.eval()
         for name, (batch, _) in inputs.items():
             before = without(**batch).logits
-            prove("LoRA by hand, at initialisation", "peft's LoRA and the model without it",
-                  f"MiniLM, r={r}, {'+'.join(targets)}, {name}", ours(**batch).logits,
-                  theirs(**batch).logits, atol=0)  # fmt: skip
+            prove(
+                "LoRA by hand, at initialisation",
+                "peft's LoRA and the model without it",
+                f"MiniLM, r={r}, {'+'.join(targets)}, {name}",
+                ours(**batch).logits,
+                theirs(**batch).logits,
+                atol=0,
+            )
             assert torch.equal(ours(**batch).logits, before), name
     ours_by_name = {n: p for n, p in ours.named_parameters() if p.requires_grad}
-    optimizers = [torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-3)
-                  for net in (ours, theirs)]  # fmt: skip
+    optimizers = [
+        torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=1e-3)
+        for net in (ours, theirs)
+    ]
     setting = f"MiniLM, r={r}, {'+'.join(targets)}, lora_dropout={dropout}"
     for step, name in enumerate(["padded batch", "sentence pairs"], 1):
         batch, labels = inputs[name]
@@ -129,11 +145,14 @@ def test_lora_equals_peft_bit_for_bit_at_init_and_after_two_adamw_steps(
         else:
             assert all((g != 0).any() for g in a_grads)
         for what, ours_of in [("gradients", lambda p: p.grad), ("weights", lambda p: p)]:
-            prove(f"LoRA by hand, {what} at AdamW step {step}", "peft's LoRA",
-                  f"{setting}, {name}, dropout on",
-                  torch.cat([ours_of(p).flatten() for p in ours_by_name.values()]),
-                  torch.cat([ours_of(pairs[n]).flatten() for n in ours_by_name]),
-                  atol=0)  # fmt: skip
+            prove(
+                f"LoRA by hand, {what} at AdamW step {step}",
+                "peft's LoRA",
+                f"{setting}, {name}, dropout on",
+                torch.cat([ours_of(p).flatten() for p in ours_by_name.values()]),
+                torch.cat([ours_of(pairs[n]).flatten() for n in ours_by_name]),
+                atol=0,
+            )
     with torch.no_grad():
         ours.eval(), theirs.eval()
         for name, (batch, _) in inputs.items():
@@ -164,8 +183,14 @@ def test_merging_equals_peft_merge_and_unload_and_the_unmerged_model(prove, base
         for name, parameter in merged.named_parameters():
             assert torch.equal(parameter, named_theirs[name]), name
         for name, (batch, _) in inputs.items():
-            prove("LoRA merged into W", "the unmerged adapters", f"MiniLM, r=8, {name}",
-                  merged(**batch).logits, unmerged[name], atol=MERGE_ATOL)  # fmt: skip
+            prove(
+                "LoRA merged into W",
+                "the unmerged adapters",
+                f"MiniLM, r=8, {name}",
+                merged(**batch).logits,
+                unmerged[name],
+                atol=MERGE_ATOL,
+            )
 
 
 def test_add_lora_counts_what_the_page_prints_and_peft_counts(base):
@@ -178,8 +203,9 @@ def test_add_lora_counts_what_the_page_prints_and_peft_counts(base):
 def test_warning_without_task_type_peft_leaves_the_new_head_frozen(base, tokenizer):
     batch, labels = batches(tokenizer)["padded batch"]
     for task_type, head in [("SEQ_CLS", 770), (None, 0)]:
-        config = LoraConfig(task_type=task_type, r=8, lora_alpha=16,
-                            target_modules=["query", "value"])  # fmt: skip
+        config = LoraConfig(
+            task_type=task_type, r=8, lora_alpha=16, target_modules=["query", "value"]
+        )
         theirs = get_peft_model(copy.deepcopy(base), config)
         assert theirs.get_nb_trainable_parameters()[0] == 73_728 + head
         before = {n: p.clone() for n, p in theirs.named_parameters() if "classifier" in n}

@@ -87,9 +87,16 @@ def edge_cases(generator):
     mixed = torch.cat([random[:4], zeros[:2], constant[:2]])
     tiny = random * 1e-6
     large = random * 1e4
-    return [("random", random), ("zeros", zeros), ("constant", constant),
-            ("halves", halves), ("halves_q4_1", halves_q4_1), ("mixed", mixed),
-            ("tiny", tiny), ("large", large)]  # fmt: skip
+    return [
+        ("random", random),
+        ("zeros", zeros),
+        ("constant", constant),
+        ("halves", halves),
+        ("halves_q4_1", halves_q4_1),
+        ("mixed", mixed),
+        ("tiny", tiny),
+        ("large", large),
+    ]
 
 
 @pytest.mark.parametrize("kind", ["Q8_0", "Q4_1"])
@@ -243,8 +250,12 @@ def test_k_quant_writers_give_the_nearest_level_and_read_as_gguf(kind):
 def test_the_prose_reads_the_loss_table_as_the_page_prints_it():
     """Every number the prose takes from the table, and each comparison it draws."""
     text = (DOCS / "efficient" / "quantization.md").read_text()
-    rows = re.findall(r"^(\S+(?: mix)?) +[\d.]+ MiB, +([\d.]+) bits a weight: +([\d.]+)% +"
-                      r"([\d.]+) nats/char \(([+-][\d.]+)\)$", text, re.MULTILINE)  # fmt: skip
+    rows = re.findall(
+        r"^(\S+(?: mix)?) +[\d.]+ MiB, +([\d.]+) bits a weight: +([\d.]+)% +"
+        r"([\d.]+) nats/char \(([+-][\d.]+)\)$",
+        text,
+        re.MULTILINE,
+    )
     table = {fmt: [float(x) for x in numbers] for fmt, *numbers in rows}
     prose = " ".join(text.split())
     assert len(table) == 8

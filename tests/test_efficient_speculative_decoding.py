@@ -147,8 +147,13 @@ def test_assisted_generation_gives_the_same_tokens_in_the_same_passes(
     set_k(draft, k)
     for prompt, reference in list(zip(prompts, references, strict=True))[:3]:
         with Passes(target) as target_passes, Passes(draft) as draft_passes:
-            assisted = target.generate(prompt, max_new_tokens=NEW_TOKENS, do_sample=False,
-                                       eos_token_id=EOS, assistant_model=draft)  # fmt: skip
+            assisted = target.generate(
+                prompt,
+                max_new_tokens=NEW_TOKENS,
+                do_sample=False,
+                eos_token_id=EOS,
+                assistant_model=draft,
+            )
         with Passes(draft) as our_draft_passes:
             ours, counts = speculative_decode(target, draft, prompt, NEW_TOKENS, k, EOS)
         assert torch.equal(assisted, reference) and torch.equal(ours, reference)
@@ -166,8 +171,9 @@ def test_generations_that_fill_the_context(target, drafts, tempest_ids, k):
     ours, _ = speculative_decode(target, drafts[3], prompt, new, k)
     assert torch.equal(ours, reference)
     set_k(drafts[3], k)
-    assisted = target.generate(prompt, max_new_tokens=new, do_sample=False, eos_token_id=None,
-                               assistant_model=drafts[3])  # fmt: skip
+    assisted = target.generate(
+        prompt, max_new_tokens=new, do_sample=False, eos_token_id=None, assistant_model=drafts[3]
+    )
     assert torch.equal(assisted, reference)
 
 
@@ -207,8 +213,9 @@ def test_an_eos_inside_a_run_of_accepted_guesses_stops_there(
     plain = greedy_decode(target, prompt, NEW_TOKENS)
     newline = gpt2_tokenizer("\n")["input_ids"][0]
     first = plain[0, prompt.shape[1] :].tolist().index(newline)  # a newline comes early
-    reference = target.generate(prompt, max_new_tokens=NEW_TOKENS, do_sample=False,
-                                eos_token_id=newline)  # fmt: skip
+    reference = target.generate(
+        prompt, max_new_tokens=NEW_TOKENS, do_sample=False, eos_token_id=newline
+    )
     assert reference.shape[1] == prompt.shape[1] + first + 1
     assert torch.equal(greedy_decode(target, prompt, NEW_TOKENS, eos_token_id=newline), reference)
     itself = early_exit_draft(target, target.config.n_layer)  # the eos comes mid-round
@@ -232,8 +239,12 @@ def test_counts_from_the_output_alone_equal_the_loops(target, drafts, prompts, n
 
 def test_accept_keeps_the_agreeing_prefix_then_the_targets_token():
     choices = torch.tensor([[5, 6, 7, 9]])
-    for guesses, kept in [([5, 6, 7], [5, 6, 7, 9]), ([5, 0, 7], [5, 6]), ([0, 6, 7], [5]),
-                          ([], [5])]:  # fmt: skip
+    for guesses, kept in [
+        ([5, 6, 7], [5, 6, 7, 9]),
+        ([5, 0, 7], [5, 6]),
+        ([0, 6, 7], [5]),
+        ([], [5]),
+    ]:
         k = len(guesses)
         new = accept(torch.tensor([guesses], dtype=torch.long), choices[:, : k + 1])
         assert new.tolist() == [kept]
@@ -278,12 +289,19 @@ def test_the_positions_follow_the_cache_length(prove, target, prompts):
     new = prompt[:, 19:]  # (1, 5)
     implicit = target(new, past_key_values=cache, use_cache=True).logits
     cache.crop(-5)
-    explicit = target(new, past_key_values=cache, use_cache=True,
-                      position_ids=torch.arange(19, 24)[None]).logits  # fmt: skip
+    explicit = target(
+        new, past_key_values=cache, use_cache=True, position_ids=torch.arange(19, 24)[None]
+    ).logits
     assert torch.equal(implicit, explicit)
     whole = target(prompt).logits[:, 19:]  # (1, 5, V)
-    prove("cached pass after crop(-5)", "one pass over the whole prompt",
-          "a Tempest prompt of 24 tokens", implicit, whole, LOGITS_ATOL)  # fmt: skip
+    prove(
+        "cached pass after crop(-5)",
+        "one pass over the whole prompt",
+        "a Tempest prompt of 24 tokens",
+        implicit,
+        whole,
+        LOGITS_ATOL,
+    )
 
 
 def test_assistant_confidence_threshold_cuts_rounds_short_by_default(target, drafts, prompts):
@@ -292,8 +310,13 @@ def test_assistant_confidence_threshold_cuts_rounds_short_by_default(target, dra
     draft = early_exit_draft(target, 3)  # a fresh generation config
     draft.generation_config.num_assistant_tokens = 6
     with Passes(draft) as passes:
-        out = target.generate(prompts[0], max_new_tokens=NEW_TOKENS, do_sample=False,
-                              eos_token_id=EOS, assistant_model=draft)  # fmt: skip
+        out = target.generate(
+            prompts[0],
+            max_new_tokens=NEW_TOKENS,
+            do_sample=False,
+            eos_token_id=EOS,
+            assistant_model=draft,
+        )
     ours, counts = speculative_decode(target, draft, prompts[0], NEW_TOKENS, 6, EOS)
     assert torch.equal(out, ours)
     assert passes.count < counts["proposed"]
@@ -350,8 +373,9 @@ def upper_blocks(target, L):
 
 
 @pytest.mark.parametrize("L", [1, 2, 3])
-def test_a_shared_check_skips_the_first_blocks_for_all_but_the_last_guess(prove, target,
-                                                                          prompts, L):  # fmt: skip
+def test_a_shared_check_skips_the_first_blocks_for_all_but_the_last_guess(
+    prove, target, prompts, L
+):
     """LayerSkip's sharing, run: the draft of L blocks keeps the stream after its block
     L - 1 and its cache (the target's for those blocks); the check runs only the k-th guess
     through blocks 0 .. L - 1, then the k + 1 tokens through the rest. Its logits are the
@@ -379,20 +403,26 @@ def test_a_shared_check_skips_the_first_blocks_for_all_but_the_last_guess(prove,
     checked = torch.cat([prompt[:, -1:], guesses], dim=1)  # (1, k + 1)
     with FlopCounterMode(display=False) as whole:
         reference = target(checked, past_key_values=cache, use_cache=True).logits
-    prove(f"shared check, draft of {L} block{'s' * (L != 1)}",
-          "the target's check of the same tokens",
-          "a Tempest prompt of 24 tokens, k = 4", logits, reference, LOGITS_ATOL)  # fmt: skip
+    prove(
+        f"shared check, draft of {L} block{'s' * (L != 1)}",
+        "the target's check of the same tokens",
+        "a Tempest prompt of 24 tokens, k = 4",
+        logits,
+        reference,
+        LOGITS_ATOL,
+    )
     # each query of either check meets all context + k + 1 keys, as multiply_adds counts a
     # token with context + k tokens in the cache
     config, N, cached = target.config, target.config.n_layer, context + k
     blocks = multiply_adds(config, L, cached) - multiply_adds(config, 0, cached)  # L B
     assert whole.get_total_flops() == 2 * (k + 1) * multiply_adds(config, N, cached)
-    assert shared.get_total_flops() == 2 * ((k + 1) * multiply_adds(config, N - L, cached)
-                                            + blocks)  # fmt: skip
+    assert shared.get_total_flops() == 2 * ((k + 1) * multiply_adds(config, N - L, cached) + blocks)
     saved = whole.get_total_flops() - shared.get_total_flops()
     assert saved == 2 * k * blocks
-    assert saved == 2 * (round_multiply_adds(config, L, k, cached, shared=False)
-                         - round_multiply_adds(config, L, k, cached, shared=True))  # fmt: skip
+    assert saved == 2 * (
+        round_multiply_adds(config, L, k, cached, shared=False)
+        - round_multiply_adds(config, L, k, cached, shared=True)
+    )
 
 
 def test_per_new_token_sharing_leaves_the_draft_only_its_head(target):
@@ -415,8 +445,9 @@ def test_per_new_token_sharing_leaves_the_draft_only_its_head(target):
 
 def test_the_prose_quotes_the_shares_as_the_page_prints_them(target):
     page = " ".join((DOCS / "efficient" / "speculative-decoding.md").read_text().split())
-    work = [multiply_adds(target.config, L, 40) / multiply_adds(target.config, 4, 40)
-            for L in range(4)]  # fmt: skip
+    work = [
+        multiply_adds(target.config, L, 40) / multiply_adds(target.config, 4, 40) for L in range(4)
+    ]
     head, one, two, three = (f"{share:.0%}" for share in work)
     assert f"0 blocks: {head} of the target's multiply-adds" in page
     assert f"does less than {head} of the target's work" in page
@@ -431,8 +462,9 @@ def test_the_prose_reads_the_sharing_table_as_the_page_prints_it():
     """Per new token, with sharing and without: every share printed above 1, sharing's the
     lower, and the best k the one the prose names."""
     text = (DOCS / "efficient" / "speculative-decoding.md").read_text()
-    rows = re.findall(r"^\d blocks? +(\d\.\d\d) at k = (\d) +(\d\.\d\d) at k = (\d)$", text,
-                      re.MULTILINE)  # fmt: skip
+    rows = re.findall(
+        r"^\d blocks? +(\d\.\d\d) at k = (\d) +(\d\.\d\d) at k = (\d)$", text, re.MULTILINE
+    )
     prose = " ".join(text.split())
     assert len(rows) == 3
     assert all(1 < float(shared) < float(alone) for alone, _, shared, _ in rows)
@@ -486,8 +518,9 @@ def test_the_sampled_rule_follows_its_exact_distribution():
         rate = kept[guesses == x].float().mean().item()
         assert abs(rate - min(1.0, (p[x] / q[x]).item())) < 0.01, x  # 4.7σ at worst
     assert chi_square_p_value(tokens, p) > 1e-3
-    wrong = torch.where(kept, guesses, torch.multinomial(p, len(guesses), replacement=True,
-                                                         generator=generator))  # fmt: skip
+    wrong = torch.where(
+        kept, guesses, torch.multinomial(p, len(guesses), replacement=True, generator=generator)
+    )
     assert chi_square_p_value(wrong, p) < 1e-6
 
 
@@ -498,11 +531,19 @@ def test_chi_square_bins_expect_at_least_five_each():
     from scipy.stats import chisquare
 
     cases = [  # p, counts of its 200 draws, and the bins scipy gets: observed, expected
-        ([0.3, 0.25, 0.2, 0.15, 0.05, 0.02, 0.02, 0.01, 0.0], [58, 52, 41, 29, 12, 3, 3, 2, 0],
-         [58, 52, 41, 29, 12, 8], [60, 50, 40, 30, 10, 10]),  # a pool expecting 10
-        ([0.3, 0.25, 0.2, 0.15, 0.08, 0.01, 0.01, 0.0], [64, 45, 44, 30, 9, 5, 3, 0],
-         [64, 45, 44, 30, 17], [60, 50, 40, 30, 20]),  # a pool expecting 4, merged
-    ]  # fmt: skip
+        (
+            [0.3, 0.25, 0.2, 0.15, 0.05, 0.02, 0.02, 0.01, 0.0],
+            [58, 52, 41, 29, 12, 3, 3, 2, 0],
+            [58, 52, 41, 29, 12, 8],
+            [60, 50, 40, 30, 10, 10],
+        ),  # a pool expecting 10
+        (
+            [0.3, 0.25, 0.2, 0.15, 0.08, 0.01, 0.01, 0.0],
+            [64, 45, 44, 30, 9, 5, 3, 0],
+            [64, 45, 44, 30, 17],
+            [60, 50, 40, 30, 20],
+        ),  # a pool expecting 4, merged
+    ]
     for p, counts, observed, expected in cases:
         p = torch.tensor(p, dtype=torch.float64)
         tokens = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
@@ -517,8 +558,9 @@ def test_chi_square_bins_expect_at_least_five_each():
 
 
 @pytest.mark.parametrize("n_layer", [1, 2, 3])
-def test_speculative_sampling_on_the_books_gpt2_draws_from_the_target(target, drafts, prompts,
-                                                                      n_layer):  # fmt: skip
+def test_speculative_sampling_on_the_books_gpt2_draws_from_the_target(
+    target, drafts, prompts, n_layer
+):
     """The next token after prompts the page does not show, 20,000 draws through the rule
     from each draft's proposals: the χ² test cannot tell them from the target's p."""
     generator = torch.Generator().manual_seed(n_layer)

@@ -230,17 +230,25 @@ def test_left_padding_a_first_block_that_hides_every_key(prove):
     keeps -inf - (-inf) out of the running sums."""
     scores = torch.randn(2, 3, 40, generator=torch.Generator().manual_seed(9))
     scores[0, 1, :10] = -math.inf
-    prove("online softmax, a first block of -inf", "`torch.softmax`",
-          "random scores (2, 3, 40), a row's first 10 -inf, blocks of 8",
-          online_softmax(scores, 8), scores.softmax(dim=-1), SOFTMAX_ATOL)  # fmt: skip
+    prove(
+        "online softmax, a first block of -inf",
+        "`torch.softmax`",
+        "random scores (2, 3, 40), a row's first 10 -inf, blocks of 8",
+        online_softmax(scores, 8),
+        scores.softmax(dim=-1),
+        SOFTMAX_ATOL,
+    )
     q, k, v = qkv((2, 2, 60, 16), seed=8)
     padding = torch.zeros(2, 60, dtype=torch.bool)
     padding[1, :25] = True  # left padding: the first tile of keys is all padding
-    prove("tiled attention, tiles of 16, left padding", "`F.scaled_dot_product_attention`",
-          "random q, k, v (2, 2, 60, 16), the second row's first 25 keys padding",
-          tiled_attention(q, k, v, key_padding=padding, tile=16),
-          F.scaled_dot_product_attention(q, k, v, attn_mask=~padding[:, None, None, :]),
-          ATTENTION_ATOL)  # fmt: skip
+    prove(
+        "tiled attention, tiles of 16, left padding",
+        "`F.scaled_dot_product_attention`",
+        "random q, k, v (2, 2, 60, 16), the second row's first 25 keys padding",
+        tiled_attention(q, k, v, key_padding=padding, tile=16),
+        F.scaled_dot_product_attention(q, k, v, attn_mask=~padding[:, None, None, :]),
+        ATTENTION_ATOL,
+    )
 
 
 def test_tiled_memory_grows_like_the_output():
@@ -279,8 +287,14 @@ def judged_against_float64(prove, what, inputs, q, k, v, causal, tile):
         sdpa_error = F.scaled_dot_product_attention(q, k, v, is_causal=causal).double() - exact
     tiled = tiled_attention(q, k, v, causal=causal, tile=tile)
     assert tiled.dtype == q.dtype
-    prove(what, "`F.scaled_dot_product_attention` in float64", inputs, tiled.double(), exact,
-          SIMILAR_ERROR * sdpa_error.abs().max().item())  # fmt: skip
+    prove(
+        what,
+        "`F.scaled_dot_product_attention` in float64",
+        inputs,
+        tiled.double(),
+        exact,
+        SIMILAR_ERROR * sdpa_error.abs().max().item(),
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
@@ -290,35 +304,57 @@ def test_sharp_attention_and_bfloat16_are_as_exact_as_sdpa(prove, dtype, sharpne
     q, k, v = qkv((2, 4, 300, 32), seed=sharpness)
     q, k, v = (q * sharpness).to(dtype), k.to(dtype), v.to(dtype)
     name = str(dtype).removeprefix("torch.")
-    judged_against_float64(prove, f"tiled attention, tiles of 128, causal, {name}",
-                           f"random q ×{sharpness}, k, v, (2, 4, 300, 32), in {name}",
-                           q, k, v, causal=True, tile=128)  # fmt: skip
+    judged_against_float64(
+        prove,
+        f"tiled attention, tiles of 128, causal, {name}",
+        f"random q ×{sharpness}, k, v, (2, 4, 300, 32), in {name}",
+        q,
+        k,
+        v,
+        causal=True,
+        tile=128,
+    )
 
 
 def test_the_books_gpt2s_own_attention_is_as_exact_as_sdpa(prove, gpt2_shakespeare, tempest_ids):
     """q, k and v as each layer of the book's GPT-2 computes them on four windows of 256
     tokens of The Tempest, its whole context: real heads, some of them sharp."""
     captured = []
-    hooks = [block.attn.c_attn.register_forward_hook(lambda m, i, o: captured.append(o))
-             for block in gpt2_shakespeare.transformer.h]  # fmt: skip
+    hooks = [
+        block.attn.c_attn.register_forward_hook(lambda m, i, o: captured.append(o))
+        for block in gpt2_shakespeare.transformer.h
+    ]
     gpt2_shakespeare(tempest_ids[0, :1024].view(4, 256))
     for hook in hooks:
         hook.remove()
     heads = gpt2_shakespeare.config.n_head
     for layer, qkv_out in enumerate(captured):  # (4, 256, 3C)
-        q, k, v = (t.unflatten(-1, (heads, -1)).transpose(1, 2) for t in qkv_out.split(
-            gpt2_shakespeare.config.n_embd, dim=-1))  # fmt: skip
-        judged_against_float64(prove, "tiled attention, tiles of 64, causal",
-                               f"the book's GPT-2's q, k, v, layer {layer}, 4 × 256 tokens",
-                               q, k, v, causal=True, tile=64)  # fmt: skip
+        q, k, v = (
+            t.unflatten(-1, (heads, -1)).transpose(1, 2)
+            for t in qkv_out.split(gpt2_shakespeare.config.n_embd, dim=-1)
+        )
+        judged_against_float64(
+            prove,
+            "tiled attention, tiles of 64, causal",
+            f"the book's GPT-2's q, k, v, layer {layer}, 4 × 256 tokens",
+            q,
+            k,
+            v,
+            causal=True,
+            tile=64,
+        )
 
 
 @pytest.mark.parametrize(
     ("causal", "padded", "length", "tile"),
-    [(False, False, 100, 32), (True, False, 300, 128), (False, True, 90, 32),
-     (True, True, 257, 64)],
+    [
+        (False, False, 100, 32),
+        (True, False, 300, 128),
+        (False, True, 90, 32),
+        (True, True, 257, 64),
+    ],
     ids=["full", "causal", "padding", "causal-padding"],
-)  # fmt: skip
+)
 def test_the_tiled_backward_pass_gives_sdpas_gradients(prove, causal, padded, length, tile):
     q, k, v = (t.requires_grad_() for t in qkv((2, 3, length, 32), seed=length))
     padding = None
@@ -330,16 +366,22 @@ def test_the_tiled_backward_pass_gives_sdpas_gradients(prove, causal, padded, le
         allowed = allowed & torch.ones(length, length, dtype=torch.bool).tril()
     d_out = torch.randn(2, 3, length, 32, generator=torch.Generator().manual_seed(0))
     with torch.enable_grad():
-        ours = torch.autograd.grad(TiledAttention.apply(q, k, v, causal, padding, tile),
-                                   (q, k, v), d_out)  # fmt: skip
-        theirs = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
-                                     (q, k, v), d_out)  # fmt: skip
+        ours = torch.autograd.grad(
+            TiledAttention.apply(q, k, v, causal, padding, tile), (q, k, v), d_out
+        )
+        theirs = torch.autograd.grad(
+            F.scaled_dot_product_attention(q, k, v, attn_mask=allowed), (q, k, v), d_out
+        )
     setting = ", ".join(["causal"] * causal + ["padding"] * padded) or "no mask"
     for name, mine, reference in zip("qkv", ours, theirs, strict=True):
-        prove(f"tiled attention's backward pass, tiles of {tile}, {setting}",
-              "`F.scaled_dot_product_attention` through autograd",
-              f"the gradient for {name}, random q, k, v, (2, 3, {length}, 32)",
-              mine, reference, GRADIENT_ATOL)  # fmt: skip
+        prove(
+            f"tiled attention's backward pass, tiles of {tile}, {setting}",
+            "`F.scaled_dot_product_attention` through autograd",
+            f"the gradient for {name}, random q, k, v, (2, 3, {length}, 32)",
+            mine,
+            reference,
+            GRADIENT_ATOL,
+        )
 
 
 def test_a_query_that_sees_no_key_gets_no_gradient():
@@ -384,8 +426,10 @@ def test_the_backward_pass_passes_gradcheck_in_float64():
     """Finite differences in float64, causal, T not a multiple of the tile, and left
     padding, so that rows that see no key share tiles with rows that do."""
     generator = torch.Generator().manual_seed(2)
-    q, k, v = (torch.randn(2, 2, 13, 4, generator=generator, dtype=torch.float64)
-               .requires_grad_() for _ in range(3))  # fmt: skip
+    q, k, v = (
+        torch.randn(2, 2, 13, 4, generator=generator, dtype=torch.float64).requires_grad_()
+        for _ in range(3)
+    )
     padding = torch.zeros(2, 13, dtype=torch.bool)
     padding[1, :5] = True  # causal: the second row's queries 0 to 4 see no key
     with torch.enable_grad():
@@ -407,16 +451,19 @@ def test_the_backward_pass_in_bfloat16_is_as_exact_as_sdpas(prove):
         with torch.enable_grad():
             return torch.autograd.grad(attention(*leaves), leaves, d_out.to(dtype))
 
-    exact = gradients(lambda *x: F.scaled_dot_product_attention(*x, is_causal=True),
-                      torch.float64)  # fmt: skip
+    exact = gradients(lambda *x: F.scaled_dot_product_attention(*x, is_causal=True), torch.float64)
     with sdpa_kernel(SDPBackend.MATH):
-        sdpa = gradients(lambda *x: F.scaled_dot_product_attention(*x, is_causal=True),
-                         torch.bfloat16)  # fmt: skip
+        sdpa = gradients(
+            lambda *x: F.scaled_dot_product_attention(*x, is_causal=True), torch.bfloat16
+        )
     ours = gradients(lambda *x: TiledAttention.apply(*x, True, None, 128), torch.bfloat16)
     for name, mine, theirs, reference in zip("qkv", ours, sdpa, exact, strict=True):
         assert mine.dtype == torch.bfloat16
-        prove("tiled attention's backward pass, tiles of 128, causal, bfloat16",
-              "`F.scaled_dot_product_attention`'s gradients in float64",
-              f"the gradient for {name}, random q, k, v, (2, 4, 300, 32), in bfloat16",
-              mine.double(), reference,
-              SIMILAR_ERROR * (theirs.double() - reference).abs().max().item())  # fmt: skip
+        prove(
+            "tiled attention's backward pass, tiles of 128, causal, bfloat16",
+            "`F.scaled_dot_product_attention`'s gradients in float64",
+            f"the gradient for {name}, random q, k, v, (2, 4, 300, 32), in bfloat16",
+            mine.double(),
+            reference,
+            SIMILAR_ERROR * (theirs.double() - reference).abs().max().item(),
+        )

@@ -38,22 +38,34 @@ def newline(tokenizer):
 
 def library_beams(model, ids, num_beams, max_new_tokens, **settings):
     return model.generate(
-        ids, num_beams=num_beams, max_new_tokens=max_new_tokens, do_sample=False,
-        pad_token_id=0, **settings,
-    )  # fmt: skip
+        ids,
+        num_beams=num_beams,
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        pad_token_id=0,
+        **settings,
+    )
 
 
 @pytest.mark.parametrize("prompt", PROMPTS[:2])
-def test_beam_search_equals_the_library_in_every_setting(gpt2_shakespeare, tokenizer, newline,
-                                                         prompt):  # fmt: skip
+def test_beam_search_equals_the_library_in_every_setting(
+    gpt2_shakespeare, tokenizer, newline, prompt
+):
     ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
     settings = product((2, 5), (0.0, 1.0, 2.0), (False, True, "never"), (None, newline))
     for num_beams, length_penalty, early_stopping, eos_token_id in settings:
-        ours = beam_search(gpt2_shakespeare, ids, num_beams, 16, length_penalty, early_stopping,
-                           eos_token_id)  # fmt: skip
-        theirs = library_beams(gpt2_shakespeare, ids, num_beams, 16,
-                               length_penalty=length_penalty, early_stopping=early_stopping,
-                               eos_token_id=eos_token_id)  # fmt: skip
+        ours = beam_search(
+            gpt2_shakespeare, ids, num_beams, 16, length_penalty, early_stopping, eos_token_id
+        )
+        theirs = library_beams(
+            gpt2_shakespeare,
+            ids,
+            num_beams,
+            16,
+            length_penalty=length_penalty,
+            early_stopping=early_stopping,
+            eos_token_id=eos_token_id,
+        )
         assert torch.equal(ours, theirs), (num_beams, length_penalty, early_stopping)
 
 
@@ -63,10 +75,10 @@ def test_beam_search_ends_hypotheses_early_with_a_frequent_end_token(gpt2_shakes
     comma = tokenizer.encode(",")[0]
     lengths = set()
     for num_beams, length_penalty in product((3, 4), (-1.0, 0.5, 3.0)):
-        ours = beam_search(gpt2_shakespeare, ids, num_beams, 24, length_penalty,
-                           eos_token_id=comma)  # fmt: skip
-        theirs = library_beams(gpt2_shakespeare, ids, num_beams, 24,
-                               length_penalty=length_penalty, eos_token_id=comma)  # fmt: skip
+        ours = beam_search(gpt2_shakespeare, ids, num_beams, 24, length_penalty, eos_token_id=comma)
+        theirs = library_beams(
+            gpt2_shakespeare, ids, num_beams, 24, length_penalty=length_penalty, eos_token_id=comma
+        )
         assert torch.equal(ours, theirs), (num_beams, length_penalty)
         lengths.add(ours.shape[1])
     assert len(lengths) > 1  # the length penalty changed which hypothesis won
@@ -79,17 +91,24 @@ def test_beam_search_equals_the_library_at_full_size(gpt2_124m):
     settings = [(None, False, 1.0), (met, False, 1.0), (met, "never", 1.0), (met, True, 0.0)]
     for eos_token_id, early_stopping, length_penalty in settings:
         ours = beam_search(gpt2_124m, ids, 3, 8, length_penalty, early_stopping, eos_token_id)
-        theirs = library_beams(gpt2_124m, ids, 3, 8, length_penalty=length_penalty,
-                               early_stopping=early_stopping,
-                               eos_token_id=eos_token_id)  # fmt: skip
+        theirs = library_beams(
+            gpt2_124m,
+            ids,
+            3,
+            8,
+            length_penalty=length_penalty,
+            early_stopping=early_stopping,
+            eos_token_id=eos_token_id,
+        )
         assert torch.equal(ours, theirs), (eos_token_id, early_stopping, length_penalty)
     assert ours.shape[1] < 12 + 8  # with no length penalty, a hypothesis that ended won
 
 
 def test_one_beam_is_greedy(gpt2_shakespeare, tokenizer):
     ids = tokenizer(PROMPTS[0], return_tensors="pt")["input_ids"]
-    greedy = gpt2_shakespeare.generate(ids, max_new_tokens=20, do_sample=False,
-                                       eos_token_id=None, pad_token_id=0)  # fmt: skip
+    greedy = gpt2_shakespeare.generate(
+        ids, max_new_tokens=20, do_sample=False, eos_token_id=None, pad_token_id=0
+    )
     assert torch.equal(beam_search(gpt2_shakespeare, ids, 1, 20), greedy)
 
 
@@ -106,16 +125,22 @@ def batch_of(tokenizer, prompts):
 
 
 @pytest.mark.parametrize("eos", [None, "newline", 0])
-def test_generate_batch_equals_the_library_on_a_left_padded_batch(gpt2_shakespeare, tokenizer,
-                                                                  newline, eos):  # fmt: skip
+def test_generate_batch_equals_the_library_on_a_left_padded_batch(
+    gpt2_shakespeare, tokenizer, newline, eos
+):
     eos_token_id = newline if eos == "newline" else eos
     long = " ".join(["Full fathom five thy father lies;"] * 23)  # 230 tokens, of 256 positions
     ids, mask = batch_of(tokenizer, [*PROMPTS, long])
     assert mask[:, 0].tolist() == [0, 0, 0, 1]  # padded on the left, up to the long one
     ours = generate_batch(gpt2_shakespeare, ids, mask, 24, eos_token_id, pad_token_id=0)
-    theirs = gpt2_shakespeare.generate(input_ids=ids, attention_mask=mask, max_new_tokens=24,
-                                       do_sample=False, eos_token_id=eos_token_id,
-                                       pad_token_id=0)  # fmt: skip
+    theirs = gpt2_shakespeare.generate(
+        input_ids=ids,
+        attention_mask=mask,
+        max_new_tokens=24,
+        do_sample=False,
+        eos_token_id=eos_token_id,
+        pad_token_id=0,
+    )
     assert torch.equal(ours, theirs)
 
 
@@ -124,8 +149,14 @@ def test_generate_batch_gives_each_row_what_it_gets_alone(gpt2_shakespeare, toke
     together = generate_batch(gpt2_shakespeare, ids, mask, 16, newline, pad_token_id=0)
     for row, prompt in enumerate(PROMPTS):
         alone = tokenizer(prompt, return_tensors="pt")
-        alone = generate_batch(gpt2_shakespeare, alone["input_ids"], alone["attention_mask"],
-                               16, newline, pad_token_id=0)[0]  # fmt: skip
+        alone = generate_batch(
+            gpt2_shakespeare,
+            alone["input_ids"],
+            alone["attention_mask"],
+            16,
+            newline,
+            pad_token_id=0,
+        )[0]
         padding = int((mask[row] == 0).sum())
         real = together[row, padding:]  # the prompt, then what was generated
         assert real[: len(alone)].tolist() == alone.tolist()
@@ -141,9 +172,14 @@ def test_generate_batch_equals_the_library_at_full_size(gpt2_124m):
     met = free[1, 9 + 2].item()  # row 1 ends after three tokens
     for eos_token_id in (None, met):
         ours = generate_batch(gpt2_124m, ids, mask, 6, eos_token_id, pad_token_id=0)
-        theirs = gpt2_124m.generate(input_ids=ids, attention_mask=mask, max_new_tokens=6,
-                                    do_sample=False, eos_token_id=eos_token_id,
-                                    pad_token_id=0)  # fmt: skip
+        theirs = gpt2_124m.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=6,
+            do_sample=False,
+            eos_token_id=eos_token_id,
+            pad_token_id=0,
+        )
         assert torch.equal(ours, theirs), eos_token_id
     assert (ours[1, 9 + 3 :] == 0).all()  # padded after its end token
 

@@ -70,8 +70,7 @@ def test_warning_attention_probabilities_need_the_eager_attention_implementation
     from transformers import GPT2LMHeadModel
 
     default = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
-    eager = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id,
-                                            attn_implementation="eager")  # fmt: skip
+    eager = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id, attn_implementation="eager")
     ids = random_ids(eager, 2, 12, seed=11)
     with_sdpa = default(ids, output_attentions=True)
     with_eager = eager(ids, output_attentions=True)

@@ -52,12 +52,21 @@ END_OF_TEXT = 0  # <|endoftext|>: the shipped model's end-of-sequence token
 
 def library_generate(model, ids, max_new_tokens, eos_token_id=END_OF_TEXT, **settings):
     """model.generate with every decoding setting spelled out."""
-    explicit = {"do_sample": False, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
-                "repetition_penalty": 1.0, "no_repeat_ngram_size": 0} | settings  # fmt: skip
+    explicit = {
+        "do_sample": False,
+        "temperature": 1.0,
+        "top_k": 0,
+        "top_p": 1.0,
+        "repetition_penalty": 1.0,
+        "no_repeat_ngram_size": 0,
+    } | settings
     return model.generate(
-        ids, max_new_tokens=max_new_tokens, eos_token_id=eos_token_id,
-        pad_token_id=model.generation_config.pad_token_id, **explicit,
-    )  # fmt: skip
+        ids,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=eos_token_id,
+        pad_token_id=model.generation_config.pad_token_id,
+        **explicit,
+    )
 
 
 @pytest.mark.parametrize("seed", range(20))

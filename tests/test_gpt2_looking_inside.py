@@ -29,15 +29,14 @@ def costs(gpt2_shakespeare, windows):
     """(L, H, N) single-head loss changes, and (L, N) whole-layer ones."""
     with torch.no_grad():
         baseline = loss_per_window(gpt2_shakespeare, windows)
-        single = torch.stack([
-            torch.stack([loss_per_window(gpt2_shakespeare, windows, {(layer, head)}) - baseline
-                         for head in range(4)])
-            for layer in range(4)
-        ])  # fmt: skip
-        whole = torch.stack([
-            loss_per_window(gpt2_shakespeare, windows, {(layer, h) for h in range(4)}) - baseline
-            for layer in range(4)
-        ])  # fmt: skip
+
+        def cost(heads):  # (N,): each window's loss change with `heads` ablated
+            return loss_per_window(gpt2_shakespeare, windows, heads) - baseline
+
+        single = torch.stack(
+            [torch.stack([cost({(layer, head)}) for head in range(4)]) for layer in range(4)]
+        )
+        whole = torch.stack([cost({(layer, h) for h in range(4)}) for layer in range(4)])
     return single, whole
 
 

@@ -151,9 +151,12 @@ def test_generate_equals_the_library(model, tokenizer, settings):
     ours = generate(model, ids, max_new_tokens=15, eos_token_id=tokenizer.eos_token_id, **explicit)
     torch.manual_seed(0)
     theirs = model.generate(
-        ids, max_new_tokens=15, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id, **explicit,
-    )  # fmt: skip
+        ids,
+        max_new_tokens=15,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **explicit,
+    )
     assert torch.equal(ours, theirs)
 
 

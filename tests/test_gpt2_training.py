@@ -18,11 +18,18 @@ from snippets import gpt2_training, training_runs
 from snippets.hub import GPT2_SHAKESPEARE
 from tests.training import run_training, without_timing
 
-TINY = [
-    "--vocab-size", "300", "--n-positions", "32", "--n-embd", "32", "--n-layer", "2",
-    "--n-head", "2", "--batch-size", "4", "--steps", "6", "--warmup-steps", "2",
-    "--eval-every", "3", "--save-every", "2",
-]  # fmt: skip
+TINY = {
+    "--vocab-size": "300",
+    "--n-positions": "32",
+    "--n-embd": "32",
+    "--n-layer": "2",
+    "--n-head": "2",
+    "--batch-size": "4",
+    "--steps": "6",
+    "--warmup-steps": "2",
+    "--eval-every": "3",
+    "--save-every": "2",
+}
 
 
 run = functools.partial(run_training, gpt2_training.main, TINY)
@@ -92,8 +99,9 @@ def test_muon_in_bfloat16_steps_each_conv1d_matrix_as_torch_muon_steps_its_trans
     then a transpose changes the rounding but not the scale, and it is compared as stored."""
     settings = gpt2_training.Settings()
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(gpt2_training.GPT2Config(
-        vocab_size=64, n_positions=16, n_embd=32, n_layer=1, n_head=2))  # fmt: skip
+    model = GPT2LMHeadModel(
+        gpt2_training.GPT2Config(vocab_size=64, n_positions=16, n_embd=32, n_layer=1, n_head=2)
+    )
     muon, _ = gpt2_training.make_optimizers(model, settings)
     ours = gpt2_training.Muon(
         muon.param_groups[0]["params"], settings.muon_lr, dtype=torch.bfloat16

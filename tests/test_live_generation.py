@@ -93,8 +93,9 @@ def set_inputs(tab, prompt, temperature=1.0, top_k=0, top_p=1.0):
     )
 
 
-@pytest.mark.parametrize(("prompt", "temperature", "top_k", "top_p"), PROMPTS,
-                         ids=range(len(PROMPTS)))  # fmt: skip
+@pytest.mark.parametrize(
+    ("prompt", "temperature", "top_k", "top_p"), PROMPTS, ids=range(len(PROMPTS))
+)
 def test_next_token_probabilities_equal_the_librarys(
     page, prompt, temperature, top_k, top_p, gpt2_shakespeare, gpt2_tokenizer
 ):

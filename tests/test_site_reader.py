@@ -160,9 +160,13 @@ def first_difference(where: str, code: str, shown: str, printed: str) -> str:
     """`where`, the block's first line, and the first lines that differ."""
     first_line = code.strip().splitlines()[0] if code.strip() else ""
     diff = difflib.unified_diff(
-        normalise(shown).splitlines(), normalise(printed).splitlines(),
-        "shown on the page", "printed", lineterm="", n=1,
-    )  # fmt: skip
+        normalise(shown).splitlines(),
+        normalise(printed).splitlines(),
+        "shown on the page",
+        "printed",
+        lineterm="",
+        n=1,
+    )
     return f"{where} ({first_line!r}): the output differs\n" + "\n".join(list(diff)[:12])
 
 
@@ -201,8 +205,12 @@ def paste(blocks: list[dict], folder: Path, environment: dict[str, str]) -> list
     work.mkdir()
     subprocess.run(
         [sys.executable, "-c", PASTE, str(folder / "blocks.json"), str(folder / "results.json")],
-        cwd=work, env=environment, capture_output=True, timeout=PAGE_TIMEOUT, check=False,
-    )  # fmt: skip
+        cwd=work,
+        env=environment,
+        capture_output=True,
+        timeout=PAGE_TIMEOUT,
+        check=False,
+    )
     results = folder / "results.json"
     return json.loads(results.read_text()) if results.exists() else []
 
@@ -212,8 +220,11 @@ def site_pages() -> list[Path]:
     in_nav = [DOCS / page for _, section in nav() for _, page in section]
     chapters = {p for p in pages() if parse(p).cells}
     labs = {p.with_suffix(".py") for p in in_nav if p.parent.name == "labs"}
-    return [p.with_suffix(".py") if p.with_suffix(".py") in labs else p for p in in_nav
-            if p in chapters or p.with_suffix(".py") in labs]  # fmt: skip
+    return [
+        p.with_suffix(".py") if p.with_suffix(".py") in labs else p
+        for p in in_nav
+        if p in chapters or p.with_suffix(".py") in labs
+    ]
 
 
 # ---------------------------------------------------------------- paste
@@ -261,8 +272,12 @@ def hub_loads(site: Path) -> dict[str, str]:
         if page.suffix != ".md":
             continue
         trees = [ast.parse(block["code"]) for block in shown_blocks(site, page)]
-        imports = [node for tree in trees for node in tree.body
-                   if isinstance(node, ast.Import | ast.ImportFrom)]  # fmt: skip
+        imports = [
+            node
+            for tree in trees
+            for node in tree.body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+        ]
         for node in (node for tree in trees for node in ast.walk(tree)):
             if isinstance(node, ast.Call) and _loads_from_the_hub(node):
                 call = ast.unparse(node)
@@ -290,9 +305,14 @@ def loads_with_no_hf_variable(built_site, tmp_path_factory):
         work = root / f"load-{number}"
         work.mkdir()
         result = subprocess.run(
-            [sys.executable, "-c", script], cwd=work, env=reader_environment(),
-            capture_output=True, text=True, timeout=PAGE_TIMEOUT, check=False,
-        )  # fmt: skip
+            [sys.executable, "-c", script],
+            cwd=work,
+            env=reader_environment(),
+            capture_output=True,
+            text=True,
+            timeout=PAGE_TIMEOUT,
+            check=False,
+        )
         return None if result.returncode == 0 else result.stderr[-3000:]
 
     pool = ThreadPoolExecutor(LOADS_AT_ONCE)
@@ -352,9 +372,12 @@ def notebook_configurations() -> list[tuple[str, str]]:
     """(notebook, configuration) for each run of a notebook here: every configuration
     but the machine as it is, and but SESSION_CONFIGURATION for the session's chapters."""
     in_session = set(session_chapters())
-    return [(notebook_name(page), configuration) for page in site_pages()
-            for configuration in READER_CONFIGURATIONS
-            if not (page in in_session and configuration == SESSION_CONFIGURATION)]  # fmt: skip
+    return [
+        (notebook_name(page), configuration)
+        for page in site_pages()
+        for configuration in READER_CONFIGURATIONS
+        if not (page in in_session and configuration == SESSION_CONFIGURATION)
+    ]
 
 
 def set_up_cell(notebook) -> str:
@@ -364,8 +387,11 @@ def set_up_cell(notebook) -> str:
 
 def pins_of(set_up: str) -> list[str]:
     """The pins a notebook's set-up cell installs where they are missing: its `tested`."""
-    assignment = next(node for node in ast.parse(set_up).body if isinstance(node, ast.Assign)
-                      and ast.unparse(node.targets[0]) == "tested")  # fmt: skip
+    assignment = next(
+        node
+        for node in ast.parse(set_up).body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "tested"
+    )
     return [f"{name}=={version}" for name, version in ast.literal_eval(assignment.value).items()]
 
 
@@ -373,8 +399,13 @@ def pip_sources() -> list[str]:
     """uv's options for the package sources pip is configured with (find-links and extra
     indexes: where this machine's pip finds torch's CPU build), which uv does not read;
     like pip, uv then takes the best match from any of them."""
-    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], env=os.environ,
-                            capture_output=True, text=True, check=False).stdout  # fmt: skip
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"],
+        env=os.environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
     options = []
     for line in listed.splitlines():
         key, _, value = line.partition("=")
@@ -399,17 +430,19 @@ def fresh_environment(folder: Path, pins: list[str]) -> Path:
 
     import uv
 
-    run = functools.partial(subprocess.run, check=True, env=reader_environment(),
-                            capture_output=True)  # fmt: skip
+    run = functools.partial(
+        subprocess.run, check=True, env=reader_environment(), capture_output=True
+    )
     run([uv.find_uv_bin(), "venv", "--quiet", "--python", sys._base_executable, str(folder)])
-    run([uv.find_uv_bin(), "pip", "install", "--quiet", "--python", str(folder / "bin" / "python"),
-         *pip_sources(), f"torch=={version('torch')}", f"ipykernel=={version('ipykernel')}",
-         *pins])  # fmt: skip
+    python = str(folder / "bin" / "python")
+    install = [uv.find_uv_bin(), "pip", "install", "--quiet", "--python", python, *pip_sources()]
+    run([*install, f"torch=={version('torch')}", f"ipykernel=={version('ipykernel')}", *pins])
     kernel = folder / "kernels" / "reader"
     kernel.mkdir(parents=True)
-    argv = [str(folder / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    (kernel / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python",
-                                                    "display_name": "reader"}))  # fmt: skip
+    argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (kernel / "kernel.json").write_text(
+        json.dumps({"argv": argv, "language": "python", "display_name": "reader"})
+    )
     return folder
 
 
@@ -421,8 +454,9 @@ def printed(cell) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
 
 
-def run_notebook(name: str, path: Path, environment: Path, work: Path, configuration: str
-                 ) -> list[str]:  # fmt: skip
+def run_notebook(
+    name: str, path: Path, environment: Path, work: Path, configuration: str
+) -> list[str]:
     """Run a downloaded notebook in `environment`'s kernel under a numeric configuration
     (tools/numerics.py); the problems found, each naming the page's block."""
     from jupyter_client.kernelspec import KernelSpecManager
@@ -458,8 +492,9 @@ def run_notebook(name: str, path: Path, environment: Path, work: Path, configura
     for number, (cell, expected) in enumerate(zip(code_cells(notebook), shown, strict=True)):
         if number and normalise(printed(cell)) != normalise(expected):
             where = blocks[number - 1].where if blocks else f"{name}, code cell {number + 1}"
-            problems.append(first_difference(f"{where}, {under}", cell.source, expected,
-                                             printed(cell)))  # fmt: skip
+            problems.append(
+                first_difference(f"{where}, {under}", cell.source, expected, printed(cell))
+            )
     return problems
 
 

@@ -229,8 +229,14 @@ def test_full_size_padded_batch(prove, bert_base, tokenizer):
     ids=lambda changes: ",".join(f"{k}={v}" for k, v in changes.items()) or "defaults",
 )
 def test_any_config(prove, changes):
-    sizes = {"hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
-             "intermediate_size": 96, "vocab_size": 500, "max_position_embeddings": 40}  # fmt: skip
+    sizes = {
+        "hidden_size": 64,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "intermediate_size": 96,
+        "vocab_size": 500,
+        "max_position_embeddings": 40,
+    }
     config = BertConfig(**(sizes | changes), attn_implementation="eager")
     torch.manual_seed(1)
     model = BertModel(config).eval()
@@ -243,8 +249,12 @@ def test_any_config(prove, changes):
         "attention_mask": attention_mask,
         "token_type_ids": token_type_ids,
     }
-    named = {"hidden_act": "activation", "num_attention_heads": "heads",
-             "type_vocab_size": "token types", "layer_norm_eps": "LayerNorm ε"}  # fmt: skip
+    named = {
+        "hidden_act": "activation",
+        "num_attention_heads": "heads",
+        "type_vocab_size": "token types",
+        "layer_norm_eps": "LayerNorm ε",
+    }
     described = ", ".join(f"{named[k]} {v}" for k, v in changes.items()) or "4 heads"
     inputs = f"random ids, padded 3×17, BERT of width 64 and 3 layers (random init), {described}"
     assert_parity(prove, model, batch, inputs, atol=SMALL_ATOL, padding_atol=SMALL_ATOL)
@@ -252,8 +262,13 @@ def test_any_config(prove, changes):
 
 def test_a_model_without_pooler(prove, tokenizer):
     torch.manual_seed(2)
-    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, attn_implementation="eager")  # fmt: skip
+    config = BertConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        attn_implementation="eager",
+    )
     model = BertModel(config, add_pooling_layer=False).eval()
     batch = tokenizer(BATCH, padding=True, return_tensors="pt")
     ours = bh.forward(model, batch["input_ids"], batch["attention_mask"])
@@ -277,8 +292,15 @@ def test_refuses_what_it_does_not_reproduce(minilm, tokenizer):
             bh.forward(minilm, ids)
     finally:
         minilm.eval()
-    decoder = BertModel(BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                   intermediate_size=64, is_decoder=True)).eval()  # fmt: skip
+    decoder = BertModel(
+        BertConfig(
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            is_decoder=True,
+        )
+    ).eval()
     with pytest.raises(ValueError, match="causal"):
         bh.forward(decoder, ids)
 

@@ -11,10 +11,19 @@ from snippets.bert_parameters import parameters_by_formula, parameters_by_module
 
 @pytest.mark.parametrize(
     "config",
-    [BertConfig(), BertConfig(hidden_size=96, num_hidden_layers=3, num_attention_heads=6,
-                              intermediate_size=200, vocab_size=777, type_vocab_size=4)],
+    [
+        BertConfig(),
+        BertConfig(
+            hidden_size=96,
+            num_hidden_layers=3,
+            num_attention_heads=6,
+            intermediate_size=200,
+            vocab_size=777,
+            type_vocab_size=4,
+        ),
+    ],
     ids=["bert-base", "odd sizes"],
-)  # fmt: skip
+)
 def test_parameter_counts_follow_from_the_config(config):
     with torch.device("meta"):  # shapes only
         model = BertModel(config)

@@ -46,8 +46,9 @@ def test_a_tuple_verdict_names_the_first_item_that_differs(capsys):
         return x.max(dim=-1)
 
     x = torch.tensor([[1.0, 3.0, 2.0]])
-    assert not check(lambda x: (x.max(dim=-1).values, x.argmax(dim=-1) + 1), both, [(x,)],
-                     against="max")  # fmt: skip
+    assert not check(
+        lambda x: (x.max(dim=-1).values, x.argmax(dim=-1) + 1), both, [(x,)], against="max"
+    )
     assert "Item 1 of the max: The largest difference is 1" in capsys.readouterr().out
 
 

@@ -80,8 +80,10 @@ def test_attention_equals_sdpa_outputs_and_gradients(prove, batch, t, s, heads, 
     ours, weights = scaled_dot_product_attention(q, k, v, mask)
     theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     # one row of the proof table for every case: the largest difference over all of them
-    inputs = ("random queries, keys and values, batches of 1 and 3, 1 to 64 queries and keys, "
-              "1 and 8 heads, every mask")  # fmt: skip
+    inputs = (
+        "random queries, keys and values, batches of 1 and 3, 1 to 64 queries and keys, "
+        "1 and 8 heads, every mask"
+    )
     reference = "`F.scaled_dot_product_attention`"
     # float32, values up to 4: measured 7.2e-7
     prove("scaled dot-product attention by hand", reference, inputs, ours, theirs, 1e-5)
@@ -179,9 +181,12 @@ def test_multi_head_attention_equals_nn_multihead_attention(prove, batch, t, s, 
     mask = mask | ~mask.any(dim=-1, keepdim=True)  # keep rows torch can softmax (no empty row)
     out, weights = ours(query, query, query, mask)
     ref_out, ref_weights = reference(
-        query, query, query, attn_mask=~mask[:, 0].repeat_interleave(heads, 0),
+        query,
+        query,
+        query,
+        attn_mask=~mask[:, 0].repeat_interleave(heads, 0),
         average_attn_weights=False,
-    )  # fmt: skip
+    )
     causal = f"{inputs}, self-attention with causal and padding masks"
     prove(f"{name} (output)", reference_name, causal, out, ref_out, 1e-5)
     prove(f"{name} (attention weights)", reference_name, causal, weights, ref_weights, 5e-6)
@@ -242,12 +247,24 @@ def test_layer_norm_equals_nn_layer_norm_outputs_and_gradients(prove, shape, eps
     theirs = torch.autograd.grad(ref_out, [x, reference.weight, reference.bias], upstream)
     # float32, gradients up to 3: measured 1.2e-6 (AMD EPYC under compatible-1-thread;
     # 6e-7 as-is)
-    prove("LayerNorm by hand (gradient of the input)", "`nn.LayerNorm`", inputs,
-          mine[0], theirs[0], 2e-5)  # fmt: skip
+    prove(
+        "LayerNorm by hand (gradient of the input)",
+        "`nn.LayerNorm`",
+        inputs,
+        mine[0],
+        theirs[0],
+        2e-5,
+    )
     # γ's and β's gradients are sums over all B·T positions, of size up to 50: float32
     # keeps about 7 significant digits of them (measured: 2.5e-5)
-    prove("LayerNorm by hand (gradients of γ and β)", "`nn.LayerNorm`", inputs,
-          torch.cat(mine[1:]), torch.cat(theirs[1:]), 5e-4)  # fmt: skip
+    prove(
+        "LayerNorm by hand (gradients of γ and β)",
+        "`nn.LayerNorm`",
+        inputs,
+        torch.cat(mine[1:]),
+        torch.cat(theirs[1:]),
+        5e-4,
+    )
 
 
 def test_feed_forward_is_position_wise_with_relu_or_gelu():
@@ -264,8 +281,10 @@ def test_feed_forward_is_position_wise_with_relu_or_gelu():
 # ------------------------------------------------------------- layers
 
 
-LAYER_INPUTS = ("random inputs, d_model 512, batches of 1 and 3, 1 to 64 tokens, 1 and 8 heads, "
-                "pre- and post-norm, ReLU and GELU")  # fmt: skip
+LAYER_INPUTS = (
+    "random inputs, d_model 512, batches of 1 and 3, 1 to 64 tokens, 1 and 8 heads, "
+    "pre- and post-norm, ReLU and GELU"
+)
 LAYER_CASES = [
     (batch, t, s, heads, norm_first, activation)
     for batch, t, s in ((1, 1, 1), (3, 7, 64), (3, 64, 7))
@@ -292,13 +311,25 @@ def test_encoder_layer_equals_nn(prove, batch, t, s, heads, norm_first, activati
     assert not out.isnan().any()
     inputs = LAYER_INPUTS
     # float32, values up to 5: measured 1.2e-6 (AMD EPYC; 8 heads, GELU)
-    prove("encoder layer by hand, padding mask", "`nn.TransformerEncoderLayer`",
-          f"{inputs}, the rows not all padding", out[real], ref_out[real], 2e-5)  # fmt: skip
+    prove(
+        "encoder layer by hand, padding mask",
+        "`nn.TransformerEncoderLayer`",
+        f"{inputs}, the rows not all padding",
+        out[real],
+        ref_out[real],
+        2e-5,
+    )
     # and with a causal mask instead, as a decoder-only model would use it
     out = ours(x, causal_mask(s))
     # float32, values up to 5: measured 1.2e-6
-    prove("encoder layer by hand, causal mask", "`nn.TransformerEncoderLayer`", inputs,
-          out, reference(x, src_mask=~causal_mask(s)), 2e-5)  # fmt: skip
+    prove(
+        "encoder layer by hand, causal mask",
+        "`nn.TransformerEncoderLayer`",
+        inputs,
+        out,
+        reference(x, src_mask=~causal_mask(s)),
+        2e-5,
+    )
 
 
 @pytest.mark.parametrize(("batch", "t", "s", "heads", "norm_first", "activation"), LAYER_CASES)
@@ -315,12 +346,21 @@ def test_decoder_layer_equals_nn(prove, batch, t, s, heads, norm_first, activati
     memory = torch.randn(batch, s, D_MODEL, generator=generator)
     out = ours(x, memory, padding_mask(target, PAD) & causal_mask(t), padding_mask(source, PAD))
     ref_out = reference(
-        x, memory, tgt_mask=~causal_mask(t), tgt_key_padding_mask=target == PAD,
+        x,
+        memory,
+        tgt_mask=~causal_mask(t),
+        tgt_key_padding_mask=target == PAD,
         memory_key_padding_mask=source == PAD,
-    )  # fmt: skip
+    )
     # float32, values up to 5: measured 1.2e-6
-    prove("decoder layer by hand, causal, padding and memory masks",
-          "`nn.TransformerDecoderLayer`", LAYER_INPUTS, out, ref_out, 2e-5)  # fmt: skip
+    prove(
+        "decoder layer by hand, causal, padding and memory masks",
+        "`nn.TransformerDecoderLayer`",
+        LAYER_INPUTS,
+        out,
+        ref_out,
+        2e-5,
+    )
 
 
 def test_layers_follow_the_dtype_of_the_module_they_copy(prove):
@@ -328,8 +368,14 @@ def test_layers_follow_the_dtype_of_the_module_they_copy(prove):
     ours = EncoderLayer.from_torch(reference).eval()
     assert all(p.dtype == torch.float64 for p in ours.parameters())
     x = torch.randn(2, 5, 64, dtype=torch.float64)
-    prove("encoder layer by hand, in float64", "`nn.TransformerEncoderLayer` in float64",
-          "random 2×5 vectors, d_model 64, 4 heads", ours(x), reference(x), 1e-12)  # fmt: skip
+    prove(
+        "encoder layer by hand, in float64",
+        "`nn.TransformerEncoderLayer` in float64",
+        "random 2×5 vectors, d_model 64, 4 heads",
+        ours(x),
+        reference(x),
+        1e-12,
+    )
 
 
 # ------------------------------------------------------------- the full model
@@ -345,9 +391,13 @@ def stacks(model, src, tgt):
 
 def reference_stacks(reference, src, tgt, src_x, tgt_x):
     return reference(
-        src_x, tgt_x, tgt_mask=~causal_mask(tgt.size(1)), src_key_padding_mask=src == PAD,
-        tgt_key_padding_mask=tgt == PAD, memory_key_padding_mask=src == PAD,
-    )  # fmt: skip
+        src_x,
+        tgt_x,
+        tgt_mask=~causal_mask(tgt.size(1)),
+        src_key_padding_mask=src == PAD,
+        tgt_key_padding_mask=tgt == PAD,
+        memory_key_padding_mask=src == PAD,
+    )
 
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning")
@@ -356,32 +406,55 @@ def reference_stacks(reference, src, tgt, src_x, tgt_x):
 def test_transformer_stacks_equal_nn_transformer_at_base_size(prove, norm_first, layers):
     torch.manual_seed(3)
     reference = nn.Transformer(  # the paper's base widths; its 6 + 6 layers for post-norm
-        batch_first=True, norm_first=norm_first, num_encoder_layers=layers,
+        batch_first=True,
+        norm_first=norm_first,
+        num_encoder_layers=layers,
         num_decoder_layers=layers,
-    ).eval()  # fmt: skip
+    ).eval()
     model = Transformer.from_torch(reference, vocab_size=100).eval()
     generator = torch.Generator().manual_seed(4)
     src = padded_tokens([9, 4, 1], 9, generator)
     tgt = padded_tokens([6, 6, 2], 6, generator)
     src_x, tgt_x, out = stacks(model, src, tgt)
     ref_out = reference_stacks(reference, src, tgt, src_x, tgt_x)
-    inputs = (f"padded 3×9 sources and 3×6 targets, the paper's base widths, "
-              f"{'pre' if norm_first else 'post'}-norm, {layers} + {layers} layers")  # fmt: skip
+    inputs = (
+        f"padded 3×9 sources and 3×6 targets, the paper's base widths, "
+        f"{'pre' if norm_first else 'post'}-norm, {layers} + {layers} layers"
+    )
     atol = {6: 5e-5, 2: 2e-5}[layers]  # float32, values up to 4: measured 4.2e-6 and 1.8e-6
     prove("encoder-decoder stacks by hand", "`nn.Transformer`", inputs, out, ref_out, atol)
-    prove("Transformer by hand (logits)", "its decoder's output through the tied embedding",
-          inputs, model(src, tgt), F.linear(out, model.embed.token.weight), 1e-5)  # fmt: skip
+    prove(
+        "Transformer by hand (logits)",
+        "its decoder's output through the tied embedding",
+        inputs,
+        model(src, tgt),
+        F.linear(out, model.embed.token.weight),
+        1e-5,
+    )
     with torch.no_grad():  # torch's inference fast path (nested tensors in its encoder)
         fast = reference_stacks(reference, src, tgt, src_x, tgt_x)
-    prove("encoder-decoder stacks by hand", "`nn.Transformer`, inference fast path",
-          f"{inputs}, under `torch.no_grad()`", out, fast, atol)  # fmt: skip
+    prove(
+        "encoder-decoder stacks by hand",
+        "`nn.Transformer`, inference fast path",
+        f"{inputs}, under `torch.no_grad()`",
+        out,
+        fast,
+        atol,
+    )
 
 
 def test_transformer_from_torch_keeps_layer_counts_and_sizes():
     reference = nn.Transformer(
-        d_model=64, nhead=2, num_encoder_layers=1, num_decoder_layers=3, dim_feedforward=96,
-        dropout=0.2, activation="gelu", layer_norm_eps=1e-6, batch_first=True,
-    )  # fmt: skip
+        d_model=64,
+        nhead=2,
+        num_encoder_layers=1,
+        num_decoder_layers=3,
+        dim_feedforward=96,
+        dropout=0.2,
+        activation="gelu",
+        layer_norm_eps=1e-6,
+        batch_first=True,
+    )
     model = Transformer.from_torch(reference, vocab_size=30, max_len=40, pad_id=PAD)
     assert (len(model.encoder.layers), len(model.decoder.layers)) == (1, 3)
     config = model.config
@@ -393,18 +466,31 @@ def test_transformer_from_torch_keeps_layer_counts_and_sizes():
 
 def test_transformer_in_float64_differs_only_by_rounding(prove):
     torch.manual_seed(5)
-    reference = nn.Transformer(
-        d_model=128, nhead=8, num_encoder_layers=3, num_decoder_layers=3, dim_feedforward=256,
-        batch_first=True,
-    ).double().eval()  # fmt: skip
+    reference = (
+        nn.Transformer(
+            d_model=128,
+            nhead=8,
+            num_encoder_layers=3,
+            num_decoder_layers=3,
+            dim_feedforward=256,
+            batch_first=True,
+        )
+        .double()
+        .eval()
+    )
     model = Transformer.from_torch(reference, vocab_size=100).eval()
     assert model.embed.token.weight.dtype == torch.float64
     generator = torch.Generator().manual_seed(6)
     src, tgt = padded_tokens([7, 3], 7, generator), padded_tokens([5, 2], 5, generator)
     src_x, tgt_x, out = stacks(model, src, tgt)
-    prove("encoder-decoder stacks by hand, in float64", "`nn.Transformer` in float64",
-          "padded 2×7 sources and 2×5 targets, d_model 128, 8 heads, 3 + 3 layers",
-          out, reference_stacks(reference, src, tgt, src_x, tgt_x), 1e-12)  # fmt: skip
+    prove(
+        "encoder-decoder stacks by hand, in float64",
+        "`nn.Transformer` in float64",
+        "padded 2×7 sources and 2×5 targets, d_model 128, 8 heads, 3 + 3 layers",
+        out,
+        reference_stacks(reference, src, tgt, src_x, tgt_x),
+        1e-12,
+    )
 
 
 def test_paper_base_model_size_and_weight_tying():

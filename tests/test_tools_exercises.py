@@ -94,8 +94,11 @@ def chapter(tmp_path, exercise=EXERCISE):
 def test_an_exercise_is_read_with_its_parts(tmp_path):
     page = chapter(tmp_path)
     [exercise] = exercises(page)
-    assert (exercise.difficulty, exercise.title, exercise.anchor) == ("Core", "Doubling",
-                                                                      "core-doubling")  # fmt: skip
+    assert (exercise.difficulty, exercise.title, exercise.anchor) == (
+        "Core",
+        "Doubling",
+        "core-doubling",
+    )
     assert "def double" in exercise.starter.code and exercise.check.code == "check_double(double)\n"
     assert [block.code.splitlines()[0] for block in exercise.machinery] == [
         "check_double = checker(lambda x: 2 * x, [(torch.ones(3),), (torch.arange(4.0),)],"
@@ -186,8 +189,10 @@ def test_the_notebook_folds_the_solution_and_the_mistakes(tmp_path):
 def test_the_notebook_hides_the_code_of_how_the_check_works(tmp_path):
     cells = to_notebook(chapter(tmp_path), None).cells
     hidden = [c.source.split("\n")[0] for c in cells if c.metadata.get("jupyter")]
-    assert hidden == ["import copy", "check_double = checker(lambda x: 2 * x, [(torch.ones(3),), "
-                      "(torch.arange(4.0),)],"]  # fmt: skip
+    assert hidden == [
+        "import copy",
+        "check_double = checker(lambda x: 2 * x, [(torch.ones(3),), (torch.arange(4.0),)],",
+    ]
     assert all(
         c.metadata["jupyter"] == {"source_hidden": True} and c.metadata["cellView"] == "form"
         for c in cells

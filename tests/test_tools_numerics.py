@@ -55,11 +55,20 @@ def test_each_configuration_reaches_torch():
     for name, variables in numerics.CONFIGURATIONS.items():
         threads = variables.get("OMP_NUM_THREADS")
         printed = subprocess.run(
-            [sys.executable, "-m", "tools.numerics", name, sys.executable, "-c",
-             "import torch; from tools import numerics; "
-             "print(torch.get_num_threads(), numerics.current())"],
-            capture_output=True, text=True, check=True,
-        ).stdout.split()  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "tools.numerics",
+                name,
+                sys.executable,
+                "-c",
+                "import torch; from tools import numerics; "
+                "print(torch.get_num_threads(), numerics.current())",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         assert printed[1] == name
         if threads:
             assert printed[0] == threads

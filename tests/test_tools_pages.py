@@ -246,14 +246,17 @@ def test_included_sections_bring_no_blank_lines_at_their_ends(tmp_path):
     """A section ends with the two blank lines ruff leaves after a function, and holds
     the markers of the sections inside it, which are dropped: neither shows as a run of
     more than two blank lines on the page."""
-    page = page_from(tmp_path, """
+    page = page_from(
+        tmp_path,
+        """
         ```python
         --8<-- "decoding.py:processors"
 
 
         print(apply_temperature)
         ```
-        """)  # fmt: skip
+        """,
+    )
     [block] = page.blocks
     assert not page.problems
     assert "def keep_top_p" in block.code and "[start:top_p]" not in block.code

@@ -170,8 +170,15 @@ def test_as_it_is_prove_fails_under_the_floor_and_reports_under_ten_times(
 
 def test_the_table_marks_a_margin_under_ten_times(tests, tmp_path):
     recorded = tmp_path / "proofs.json"
-    proofs.record("LayerNorm by hand", "`torch.nn.LayerNorm`", "a batch", 1e-5, 2.5e-6,
-                  recorded, test=LAYER_NORM)  # fmt: skip
+    proofs.record(
+        "LayerNorm by hand",
+        "`torch.nn.LayerNorm`",
+        "a batch",
+        1e-5,
+        2.5e-6,
+        recorded,
+        test=LAYER_NORM,
+    )
     assert "| 1e-05 | 2.5e-06 | **4.0×, under 10×** |" in proofs.table(recorded, tests=tests)
 
 

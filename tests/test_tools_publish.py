@@ -150,8 +150,10 @@ def test_publish_uploads_each_repository_once_with_its_files_and_tags_the_commit
         assert tag["revision"] == outcome.commit == commit_oid(hub, repo.repo_id)
     assert [c["exist_ok"] for c in hub.called("create_repo")] == [True] * len(plan)
     printed = capsys.readouterr().out.splitlines()
-    assert printed == [f"{r.repo_id}: uploaded as commit {o.commit}, tagged {r.tag}"
-                       for r, o in zip(plan, outcomes, strict=True)]  # fmt: skip
+    assert printed == [
+        f"{r.repo_id}: uploaded as commit {o.commit}, tagged {r.tag}"
+        for r, o in zip(plan, outcomes, strict=True)
+    ]
 
 
 def commit_oid(hub: RecordingHub, repo_id: str) -> str:

@@ -41,10 +41,11 @@ def test_masking_rates_on_real_padded_text(tokenizer, shakespeare_documents):
     original = torch.where(batch["labels"] != -100, batch["labels"], batch["input_ids"])
     original[:, -5:] = tokenizer.pad_token_id  # some padding, too
     special = torch.isin(original, torch.tensor(tokenizer.all_special_ids))
-    inputs, labels = pretraining.mask_tokens(original, special, len(tokenizer),
-                                             tokenizer.mask_token_id, generator)  # fmt: skip
-    for name, (rate, p, n) in masking_rates(original, inputs, labels, special,
-                                            tokenizer.mask_token_id).items():  # fmt: skip
+    inputs, labels = pretraining.mask_tokens(
+        original, special, len(tokenizer), tokenizer.mask_token_id, generator
+    )
+    rates = masking_rates(original, inputs, labels, special, tokenizer.mask_token_id)
+    for name, (rate, p, n) in rates.items():
         assert within(rate, p, n), (name, rate, p, n)
     picked = labels != -100
     assert not (picked & special).any()
@@ -58,8 +59,9 @@ def test_the_rates_follow_the_probability(tokenizer):
     generator = torch.Generator().manual_seed(5)
     original = torch.randint(999, len(tokenizer), (500, 100), generator=generator)
     special = torch.zeros_like(original, dtype=torch.bool)
-    inputs, labels = pretraining.mask_tokens(original, special, len(tokenizer),
-                                             tokenizer.mask_token_id, generator, 0.3)  # fmt: skip
+    inputs, labels = pretraining.mask_tokens(
+        original, special, len(tokenizer), tokenizer.mask_token_id, generator, 0.3
+    )
     rates = masking_rates(original, inputs, labels, special, tokenizer.mask_token_id)
     assert within(rates["picked"][0], 0.3, original.numel())
     assert not within(rates["picked"][0], 0.15, original.numel())
@@ -72,8 +74,9 @@ def test_the_library_collator_has_the_same_rates(tokenizer):
     original = torch.randint(999, len(tokenizer), (1000, 128), generator=generator)
     original[:, 0], original[:, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
     special = torch.isin(original, torch.tensor(tokenizer.all_special_ids))
-    ours = pretraining.mask_tokens(original, special, len(tokenizer), tokenizer.mask_token_id,
-                                   generator)  # fmt: skip
+    ours = pretraining.mask_tokens(
+        original, special, len(tokenizer), tokenizer.mask_token_id, generator
+    )
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, seed=2)
     collated = collator([{"input_ids": row} for row in original.tolist()])
     theirs = collated["input_ids"], collated["labels"]
@@ -105,8 +108,9 @@ def test_a_batch_is_what_bert_for_pretraining_takes(tokenizer, shakespeare_docum
     assert batch["input_ids"].shape == batch["labels"].shape == (6, 48)
     assert batch["next_sentence_label"].shape == (6,)
     assert all(t.dtype == torch.long for t in batch.values())
-    for row, types, mask in zip(batch["input_ids"], batch["token_type_ids"],
-                                batch["attention_mask"], strict=True):  # fmt: skip
+    for row, types, mask in zip(
+        batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], strict=True
+    ):
         seps = (row == tokenizer.sep_token_id).nonzero().flatten().tolist()
         assert row[0] == tokenizer.cls_token_id and len(seps) == 2
         assert types[: seps[0] + 1].eq(0).all() and types[seps[0] + 1 : seps[1] + 1].eq(1).all()

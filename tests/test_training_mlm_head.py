@@ -11,11 +11,14 @@ from snippets import pretraining
 from snippets.hub import BERT_SHAKESPEARE
 
 
-@pytest.mark.parametrize("text", [
-    "Now is the winter of our [MASK] made glorious summer by this sun of york.",
-    "[MASK] me, my lord, i pray you [MASK] me.",
-    "O romeo, romeo, wherefore art thou [MASK]?",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Now is the winter of our [MASK] made glorious summer by this sun of york.",
+        "[MASK] me, my lord, i pray you [MASK] me.",
+        "O romeo, romeo, wherefore art thou [MASK]?",
+    ],
+)
 def test_the_mlm_head_by_hand_equals_the_pipeline(prove, bert_shakespeare, text):
     model, tokenizer = bert_shakespeare
     fill = pipeline("fill-mask", model=BERT_SHAKESPEARE.repo_id, top_k=10)
@@ -40,8 +43,12 @@ def test_the_mlm_head_by_hand_equals_the_pipeline(prove, bert_shakespeare, text)
 def test_the_mlm_head_by_hand_equals_the_library_on_a_padded_batch(prove, bert_shakespeare):
     model, tokenizer = bert_shakespeare
     lines = ["To be, or not to be, that is the question.", "All the world's a stage."]
-    inputs = tokenizer(lines, ["And all the men and women merely players.", "Exeunt."],
-                       padding=True, return_tensors="pt")  # fmt: skip
+    inputs = tokenizer(
+        lines,
+        ["And all the men and women merely players.", "Exeunt."],
+        padding=True,
+        return_tensors="pt",
+    )
     with torch.no_grad():
         library = model(**inputs).prediction_logits  # (B, T, V)
         ours = pretraining.mlm_head(model, model.bert(**inputs).last_hidden_state)

@@ -17,11 +17,19 @@ from snippets import pretraining, training_runs
 from snippets.hub import BERT_SHAKESPEARE
 from tests.training import documents_holding, run_training, without_timing
 
-TINY = [
-    "--max-length", "32", "--hidden-size", "16", "--num-layers", "1", "--num-heads", "2",
-    "--intermediate-size", "32", "--batch-size", "4", "--steps", "6", "--warmup-steps", "2",
-    "--eval-every", "3", "--eval-pairs", "8", "--save-every", "2",
-]  # fmt: skip
+TINY = {
+    "--max-length": "32",
+    "--hidden-size": "16",
+    "--num-layers": "1",
+    "--num-heads": "2",
+    "--intermediate-size": "32",
+    "--batch-size": "4",
+    "--steps": "6",
+    "--warmup-steps": "2",
+    "--eval-every": "3",
+    "--eval-pairs": "8",
+    "--save-every": "2",
+}
 run = functools.partial(run_training, pretraining.main, TINY)
 
 
@@ -30,12 +38,18 @@ def test_the_loss_on_chosen_positions_equals_the_library_loss(
 ):
     """Running the MLM head on the picked positions only changes nothing in the loss."""
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=64)  # fmt: skip
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     model = BertForPreTraining(config).eval()
-    batch = pretraining.pretraining_batch(shakespeare_documents, tokenizer, 5, 64,
-                                          torch.Generator().manual_seed(1))  # fmt: skip
+    batch = pretraining.pretraining_batch(
+        shakespeare_documents, tokenizer, 5, 64, torch.Generator().manual_seed(1)
+    )
     mlm, nsp = pretraining.pretraining_loss(model, batch)
     prove(
         "pretraining loss by hand: MLM on the chosen positions only, plus NSP",
@@ -104,8 +118,10 @@ def test_pairs_from_one_source_take_their_random_half_from_the_others(shakespear
     segment A comes from that document and every random B from another, as in training."""
     home = documents_holding(shakespeare_documents)
     generator = torch.Generator().manual_seed(1)
-    pairs = [pretraining.sentence_pair(shakespeare_documents, 61, generator, source=1)
-             for _ in range(200)]  # fmt: skip
+    pairs = [
+        pretraining.sentence_pair(shakespeare_documents, 61, generator, source=1)
+        for _ in range(200)
+    ]
     assert {label for *_, label in pairs} == {pretraining.IS_NEXT, pretraining.IS_RANDOM}
     for first, second, label in pairs:
         assert 1 in home(first)
@@ -164,8 +180,9 @@ def test_held_out_accuracy_is_counted_on_each_nsp_class_and_at_mask(bert_shakesp
     top-1 at [MASK] counts only the chosen tokens the input hides."""
     model, tokenizer = bert_shakespeare
     documents, scores = two_acts
-    batch = pretraining.pretraining_batch(documents, tokenizer, 64, 128,
-                                          torch.Generator().manual_seed(3))  # fmt: skip
+    batch = pretraining.pretraining_batch(
+        documents, tokenizer, 64, 128, torch.Generator().manual_seed(3)
+    )
     inputs = {key: batch[key] for key in ("input_ids", "token_type_ids", "attention_mask")}
     with torch.no_grad():
         outputs = model(**inputs)

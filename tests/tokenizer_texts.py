@@ -19,8 +19,21 @@ POOLS = [
     ".,;:!?'\"()[]{}-–—/\\@#$%^&*_+=<>|~`…«»¿¡“”‘’·•§¶†",
     "0123456789٠١٢३४५๕²³½⅓Ⅻ",  # digits of several scripts
 ]
-LITERALS = ["[MASK]", "[CLS]", "[SEP]", "[PAD]", "[UNK]", "[mask]", "<|endoftext|>",
-            "<|endoftext", "'s", "'ll", "'t", "ΟΔΥΣΣΕΥΣ", "İstanbul"]  # fmt: skip
+LITERALS = [
+    "[MASK]",
+    "[CLS]",
+    "[SEP]",
+    "[PAD]",
+    "[UNK]",
+    "[mask]",
+    "<|endoftext|>",
+    "<|endoftext",
+    "'s",
+    "'ll",
+    "'t",
+    "ΟΔΥΣΣΕΥΣ",
+    "İstanbul",
+]
 # where JavaScript and the browser's Unicode differ from the Rust library's rules
 EDGE_CASES = [
     "",

@@ -3,10 +3,13 @@ documents that hold a stretch of token ids."""
 
 
 def run_training(main, tiny_settings, corpus, folder, *extra):
-    """Run a training script's `main` on a tiny config and corpus; return its output folder."""
-    main([*tiny_settings, "--corpus", str(corpus), "--output", str(folder / "out"),
-          "--work", str(folder / "work"), *extra])  # fmt: skip
-    return folder / "out"
+    """Run a training script's `main` on a tiny config (option -> value) and corpus; return
+    its output folder."""
+    out, work = folder / "out", folder / "work"
+    settings = [arg for option_and_value in tiny_settings.items() for arg in option_and_value]
+    paths = ["--corpus", str(corpus), "--output", str(out), "--work", str(work)]
+    main([*settings, *paths, *extra])
+    return out
 
 
 def documents_holding(documents):

@@ -36,10 +36,7 @@ from tools.numerics import MARGIN, describe, environment, required_margin
 from tools.pages import Block, Page, display
 
 CELL_TIMEOUT = 600  # seconds a block may run before it counts as failed
-# seconds to wait, after a block's reply, for the rest of what it printed. nbclient's default
-# waits 4 s, then drops what is late without a word. Whether that is why two loaded runs gave
-# empty exercise verdicts is not known (an IOPub thread held up 16 s did not reproduce them);
-# waiting longer costs nothing when the output is on time, and past it the block fails, saying so.
+# seconds to wait for a block's late output, then fail saying so (nbclient's default drops it)
 IOPUB_TIMEOUT = 120
 KERNEL_OPTIONS = {"iopub_timeout": IOPUB_TIMEOUT, "raise_on_iopub_timeout": True}
 
@@ -184,9 +181,12 @@ def run_page(page: Page, configuration: str = "as-is", workdir: Path | None = No
     code_cells = [c for c in notebook.cells if c.cell_type == "code"]
     blocks = dict(zip(map(id, code_cells[1:]), page.cells, strict=True))  # after the set-up
     client = NotebookClient(
-        notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
-        resources={"metadata": {"path": str(run.workdir)}}, **KERNEL_OPTIONS,
-    )  # fmt: skip
+        notebook,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(run.workdir)}},
+        **KERNEL_OPTIONS,
+    )
     started = time.perf_counter()
     with client.setup_kernel(env=environment(configuration)):
         _execute_hidden(client, notebook, WATCH)
@@ -206,9 +206,11 @@ def run_page(page: Page, configuration: str = "as-is", workdir: Path | None = No
         run.seconds = time.perf_counter() - started
         run.cpu_seconds = float(_execute_hidden(client, notebook, CPU_SECONDS) or "nan")
         run.thin_margins, run.narrow_margins = _margins(
-            _execute_hidden(client, notebook, WATCHED), notebook, blocks,
+            _execute_hidden(client, notebook, WATCHED),
+            notebook,
+            blocks,
             required_margin(configuration),
-        )  # fmt: skip
+        )
         if run.failed_at is None:
             run.verdicts = _exercise_verdicts(client, notebook, page)
     if run.failed_at is not None:
@@ -276,10 +278,14 @@ def _margins(watched: str, notebook, blocks, required: float):
         margin = (1 / ratio if ratio else math.inf) if result else ratio
         if block is None or margin >= MARGIN:
             continue
-        file, line = block.origins[lineno - 1] if 0 < lineno <= len(block.origins) else (
-            block.where, lineno)  # fmt: skip
-        how = (f"is True, with a difference at {ratio:.0%} of its tolerance" if result else
-               f"is False, by only {ratio:.1f}× its tolerance")  # fmt: skip
+        file, line = (
+            block.origins[lineno - 1] if 0 < lineno <= len(block.origins) else (block.where, lineno)
+        )
+        how = (
+            f"is True, with a difference at {ratio:.0%} of its tolerance"
+            if result
+            else f"is False, by only {ratio:.1f}× its tolerance"
+        )
         found = thin if margin < required else narrow
         found.setdefault(block.lineno, []).append(
             f"{file}:{line}: torch.allclose {how}: less than a {MARGIN}× margin (largest "
@@ -336,9 +342,13 @@ def _mapped_frames(frames: list, by_count: dict) -> list[traceback.FrameSummary]
 
 def _run_shell(block: Block, workdir: Path) -> str:
     result = subprocess.run(
-        block.code, shell=True, capture_output=True, text=True, cwd=workdir,
+        block.code,
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=workdir,
         executable="/bin/bash" if block.syntax == "bash" else None,
-    )  # fmt: skip
+    )
     if result.returncode != 0:
         raise BlockFailure(
             f"{block.where}: the {block.syntax} block exited with status "

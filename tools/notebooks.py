@@ -119,8 +119,9 @@ def _fence_end(lines: list[str], start: int) -> int:
     return i
 
 
-def _flush(prose: list[str], cells: list, page: Path, site_url: str | None,
-           cut: bool = True) -> None:  # fmt: skip
+def _flush(
+    prose: list[str], cells: list, page: Path, site_url: str | None, cut: bool = True
+) -> None:
     text = _math("\n".join(_admonitions_to_quotes(prose, cut)).strip())
     prose.clear()
     if text:
@@ -240,8 +241,7 @@ def requirements(code: list[str]) -> dict[str, str]:
 @functools.cache
 def _distributions_by_module() -> dict[str, list[str]]:
     """importlib.metadata.packages_distributions(), read once per process: it reads every
-    installed file list (0.5 s a call on a 2-core AMD EPYC), and the site build asks once
-    for each of its 32 notebooks."""
+    installed file list, and the site build asks once for each of its notebooks."""
     import importlib.metadata
 
     return dict(importlib.metadata.packages_distributions())

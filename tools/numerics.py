@@ -25,12 +25,7 @@ MARGIN = 10
 # (ATen's AVX-512 kernels with MKL's own dispatch, on a CPU nobody here has), so there a
 # comparison fails only under FLOOR; between FLOOR and MARGIN it passes, and the run's
 # summary and the proof table list it, so that the next change raises the tolerance.
-# Why 3: on CPUs the tolerances were not set on, the worst as-is differences measured were
-# 1.2x and 1.5x the worst under the named configurations (a GPT-2 block on a Zen 4 with
-# AVX-512, 2.29e-05 against 1.9e-05, tests/test_gpt2_encoder_to_decoder.py; LoRA's logits
-# on an Intel Xeon with AVX-512, 5.6e-08 against 3.7e-08, tests/test_efficient_lora.py).
-# A floor of 3 lets a CPU round twice as far off as those before anything fails, and
-# still fails a comparison whose result is a third of the way to flipping.
+# Why 3: twice the largest ratio of as-is to named-configuration differences seen on other CPUs
 FLOOR = 3
 
 # No fourth configuration reaches those kernels from every CPU: AVX-512 kernels need a CPU

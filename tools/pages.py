@@ -39,7 +39,7 @@ INCLUDE = re.compile(r"""^(\s*)-{1,}8<-{1,}\s+(["'])([^"']+)\2\s*$""")
 PYTHONISH = re.compile(r"^\s*\{?\s*\.?(py|python|python3|pycon|ipython|ipython3)\b", re.I)
 RUNNABLE = {"python", "sh", "bash"}
 BOOK_PACKAGES = {"snippets", "tools"}  # this repository's own: not on the package index
-MAX_CODE_LINE = 100  # ruff's line length; a code block at 1280 px shows 110 (measured in Chromium)
+MAX_CODE_LINE = 100  # ruff's line length, which a code block on a 1280 px screen shows whole
 # a float32 rounding difference's digits in an output, such as 8.58e-06 or 2.3e-05: they
 # change from one CPU to the next (a bound such as "below 1e-05" has no such digits)
 ROUNDING_DIGITS = re.compile(r"\b\d\.\d+e-0?[5-9]\b", re.I)
@@ -214,8 +214,15 @@ def parse(path: Path) -> Page:
         except IncludeError as exc:
             page.problems.append(str(exc))
             code, origins = fence.code, []
-        block = Block(path, fence.lineno, fence.syntax, code, origins,
-                      fence.expected_output, fence.expected_lineno)  # fmt: skip
+        block = Block(
+            path,
+            fence.lineno,
+            fence.syntax,
+            code,
+            origins,
+            fence.expected_output,
+            fence.expected_lineno,
+        )
         if fence.syntax == "python":
             page.problems.extend(_book_imports(block))
             page.problems.extend(_rounding_digits(block))
@@ -295,9 +302,12 @@ def _wide_output(block: Block) -> list[str]:
     if block.expected_output is None:
         return []
     return _wide_lines(
-        enumerate(block.expected_output.splitlines()), block.page, block.expected_lineno + 2,
-        "an output line", "Print it in shorter lines (pprint(..., compact=True) wraps a list).",
-    )  # fmt: skip
+        enumerate(block.expected_output.splitlines()),
+        block.page,
+        block.expected_lineno + 2,
+        "an output line",
+        "Print it in shorter lines (pprint(..., compact=True) wraps a list).",
+    )
 
 
 def _wide_lines(numbered, page: Path, first_line: int, what: str, fix: str) -> list[str]:

@@ -43,8 +43,16 @@ def clear(proofs: Path = PROOFS) -> None:
     proofs.unlink(missing_ok=True)
 
 
-def record(component: str, reference: str, inputs: str, tolerance: float, difference: float,
-           proofs: Path = PROOFS, *, test: str = "") -> None:  # fmt: skip
+def record(
+    component: str,
+    reference: str,
+    inputs: str,
+    tolerance: float,
+    difference: float,
+    proofs: Path = PROOFS,
+    *,
+    test: str = "",
+) -> None:
     """Add one measurement of a proof, under the configuration this process runs under.
     `test` is where `prove` was called: "tests/test_x.py::function"."""
     import torch
@@ -55,15 +63,25 @@ def record(component: str, reference: str, inputs: str, tolerance: float, differ
     with open(proofs.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         recorded = read_json(proofs)
-        recorded.setdefault("machine", {
-            "cpu": cpu_name(), "cores": os.cpu_count(),
-            "torch": torch.__version__.split("+")[0], "transformers": transformers.__version__,
-        })  # fmt: skip
+        recorded.setdefault(
+            "machine",
+            {
+                "cpu": cpu_name(),
+                "cores": os.cpu_count(),
+                "torch": torch.__version__.split("+")[0],
+                "transformers": transformers.__version__,
+            },
+        )
         row = recorded.setdefault("proofs", {}).setdefault(
             f"{component} | {inputs}",
-            {"component": component, "reference": reference, "inputs": inputs,
-             "tolerance": tolerance, "differences": {}},
-        )  # fmt: skip
+            {
+                "component": component,
+                "reference": reference,
+                "inputs": inputs,
+                "tolerance": tolerance,
+                "differences": {},
+            },
+        )
         row["tolerance"] = tolerance
         row["test"] = test
         configuration = current()
@@ -88,9 +106,31 @@ class Equality:
     tolerance: str  # "1e-05", or what the source leaves to the run, e.g. "20 × …"
 
 
-SAFE_BUILTINS = {f.__name__: f for f in (
-    abs, bool, dict, enumerate, float, int, len, list, max, min, range, repr, reversed,
-    round, set, sorted, str, sum, tuple, zip)}  # fmt: skip
+SAFE_BUILTINS = {
+    f.__name__: f
+    for f in (
+        abs,
+        bool,
+        dict,
+        enumerate,
+        float,
+        int,
+        len,
+        list,
+        max,
+        min,
+        range,
+        repr,
+        reversed,
+        round,
+        set,
+        sorted,
+        str,
+        sum,
+        tuple,
+        zip,
+    )
+}
 
 
 _SEEN: dict[int, tuple] = {}  # id(node) -> (node, what was worked out from it), per reading
@@ -159,36 +199,54 @@ def _assigned(statements: list[ast.AST], names: dict, before: int = 10**9) -> di
 def _bindings(statements: list[ast.AST]) -> list[tuple[int, str, ast.expr | None]]:
     """(line, name, value) for each name bound in `statements`, in order; the value of a
     simple assignment, None for a name bound any other way."""
-    nodes = sorted((n for s in statements for n in ast.walk(s) if hasattr(n, "lineno")),
-                   key=lambda n: (n.lineno, n.col_offset))  # fmt: skip
-    simple = {id(n.targets[0]): n.value for n in nodes if isinstance(n, ast.Assign)
-              and [type(t) for t in n.targets] == [ast.Name]}  # fmt: skip
-    return [(n.lineno, n.id, simple.get(id(n))) for n in nodes
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]  # fmt: skip
+    nodes = sorted(
+        (n for s in statements for n in ast.walk(s) if hasattr(n, "lineno")),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    simple = {
+        id(n.targets[0]): n.value
+        for n in nodes
+        if isinstance(n, ast.Assign) and [type(t) for t in n.targets] == [ast.Name]
+    }
+    return [
+        (n.lineno, n.id, simple.get(id(n)))
+        for n in nodes
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    ]
 
 
 def _parametrized(function: ast.FunctionDef, names: dict) -> list[dict]:
     """One set of names for each case of the test's `pytest.mark.parametrize`."""
     cases = [names]
     for decorator in function.decorator_list:
-        if not (isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith(
-                "mark.parametrize")):  # fmt: skip
+        if not (
+            isinstance(decorator, ast.Call)
+            and ast.unparse(decorator.func).endswith("mark.parametrize")
+        ):
             continue
         try:
             argnames = _evaluate(decorator.args[0], names)
-            argnames = [a.strip() for a in argnames.split(",")] if isinstance(argnames, str) \
-                else list(argnames)  # fmt: skip
+            argnames = (
+                [a.strip() for a in argnames.split(",")]
+                if isinstance(argnames, str)
+                else list(argnames)
+            )
             values = [v if len(argnames) > 1 else (v,) for v in _evaluate(decorator.args[1], names)]
         except Exception:  # values only a run builds
             continue
-        cases = [{**case, **dict(zip(argnames, v, strict=True))}
-                 for case, v in itertools.product(cases, values)]  # fmt: skip
+        cases = [
+            {**case, **dict(zip(argnames, v, strict=True))}
+            for case, v in itertools.product(cases, values)
+        ]
     return cases
 
 
 def _calls(tree: ast.AST, name: str) -> list[ast.Call]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name) and n.func.id == name]  # fmt: skip
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name
+    ]
 
 
 def _cases(function: ast.FunctionDef, module: ast.Module, names: dict, depth: int = 0) -> list:
@@ -241,15 +299,18 @@ def equalities(tests: Path = TESTS) -> list[Equality]:
             if not calls or "prove" not in arguments or "unrecorded" in arguments:
                 continue  # `unrecorded`: a test of `prove` itself, which records nothing
             for call in calls:
-                tolerance = next((k.value for k in call.keywords if k.arg == "atol"),
-                                 call.args[5] if len(call.args) > 5 else None)  # fmt: skip
+                tolerance = next(
+                    (k.value for k in call.keywords if k.arg == "atol"),
+                    call.args[5] if len(call.args) > 5 else None,
+                )
                 for case in _cases(function, module, names):
                     here = _assigned(function.body, case, call.lineno)
                     row = Equality(
                         f"{path.relative_to(tests.parent).as_posix()}::{function.name}",
-                        call.lineno, *(_text(a, here) for a in call.args[:3]),
+                        call.lineno,
+                        *(_text(a, here) for a in call.args[:3]),
                         _text(tolerance, here),
-                    )  # fmt: skip
+                    )
                     if row not in found:
                         found.append(row)
     return found
@@ -339,9 +400,12 @@ def table(proofs: Path = PROOFS, *, tests: Path = TESTS, repo_url: str = "") -> 
             lines += [f"[The chapter]({group.pages[0][1]}) · its tests: {tested}", ""]
         else:
             lines += [f"The code of {chapters} · its tests: {tested}", ""]
-        lines += ['<div class="proof-table" markdown>', "",
-                  "| component | reference | inputs | tolerance | largest difference | margin |",
-                  "| --- | --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+        lines += [
+            '<div class="proof-table" markdown>',
+            "",
+            "| component | reference | inputs | tolerance | largest difference | margin |",
+            "| --- | --- | --- | ---: | ---: | ---: |",
+        ]
         for file in files:
             for equality, row in rows[file]:
                 lines.append(_row(equality, row, f"{blob}{file}#L{equality.line}"))
@@ -360,12 +424,24 @@ def _measured_by(machine: dict, rows: list[dict]) -> str:
 
 def _row(equality: Equality, row: dict | None, link: str) -> str:
     if row is None:
-        cells = [equality.component, equality.reference, equality.inputs, equality.tolerance,
-                 f"*{NOT_MEASURED}*", "—"]  # fmt: skip
+        cells = [
+            equality.component,
+            equality.reference,
+            equality.inputs,
+            equality.tolerance,
+            f"*{NOT_MEASURED}*",
+            "—",
+        ]
     else:
         worst = max(row["differences"].values())
-        cells = [row["component"], row["reference"], row["inputs"], f"{row['tolerance']:.0e}",
-                 f"{worst:.1e}", _margin(row["tolerance"], worst)]  # fmt: skip
+        cells = [
+            row["component"],
+            row["reference"],
+            row["inputs"],
+            f"{row['tolerance']:.0e}",
+            f"{worst:.1e}",
+            _margin(row["tolerance"], worst),
+        ]
     cells[0] = f"[{cells[0]}]({link})"
     return "| " + " | ".join(cells) + " |"
 

@@ -104,9 +104,13 @@ def shape_namer(model, batch):
     B, T = batch["input_ids"].shape
     H = config.num_attention_heads
     sizes = {
-        "B": B, "T": T, "C": config.hidden_size, "H": H,
-        "D": config.hidden_size // H, "I": config.intermediate_size,
-    }  # fmt: skip
+        "B": B,
+        "T": T,
+        "C": config.hidden_size,
+        "H": H,
+        "D": config.hidden_size // H,
+        "I": config.intermediate_size,
+    }
     # a size that meant two things would make a label ambiguous
     assert len(set(sizes.values())) == len(sizes) and 1 not in sizes.values(), sizes
     letters = {size: letter for letter, size in sizes.items()}
@@ -174,17 +178,26 @@ def draw_flow(nodes, edges, title, sizes):
             ax.add_patch(
                 FancyBboxPatch(
                     (node.x - node.half_width, node.y - node.half_height),
-                    2 * node.half_width, 2 * node.half_height, boxstyle="round,pad=0.02",
-                    linewidth=1.0, edgecolor=INK,
+                    2 * node.half_width,
+                    2 * node.half_height,
+                    boxstyle="round,pad=0.02",
+                    linewidth=1.0,
+                    edgecolor=INK,
                     facecolor=MODULE_COLOUR if node.kind == "module" else OP_COLOUR,
                     linestyle="-" if node.kind == "module" else (0, (3, 2)),
                 )
-            )  # fmt: skip
+            )
         ax.text(
-            node.x, node.y, node.text, ha="center", va="center", fontsize=8,
-            family="monospace", linespacing=1.3,
+            node.x,
+            node.y,
+            node.text,
+            ha="center",
+            va="center",
+            fontsize=8,
+            family="monospace",
+            linespacing=1.3,
             weight="bold" if node.kind == "tensor" else "normal",
-        )  # fmt: skip
+        )
     for start, end, label in edges:
         a, b = nodes[start], nodes[end]
         if label == "residual":
@@ -192,21 +205,38 @@ def draw_flow(nodes, edges, title, sizes):
             start_x = a.x - (0.6 if a.kind == "tensor" else a.half_width)
             ax.plot([start_x, rail, rail], [a.y, a.y, b.y], color=RESIDUAL, lw=1.0)
             ax.annotate(
-                "", xy=(b.x - b.half_width, b.y), xytext=(rail, b.y),
-                arrowprops={"arrowstyle": "-|>", "color": RESIDUAL, "lw": 1.0,
-                            "shrinkA": 0, "shrinkB": 1},
-            )  # fmt: skip
-            ax.text(rail - 0.06, (a.y + b.y) / 2, "residual", rotation=90, ha="right",
-                    va="center", fontsize=7.5, color=RESIDUAL)  # fmt: skip
+                "",
+                xy=(b.x - b.half_width, b.y),
+                xytext=(rail, b.y),
+                arrowprops={
+                    "arrowstyle": "-|>",
+                    "color": RESIDUAL,
+                    "lw": 1.0,
+                    "shrinkA": 0,
+                    "shrinkB": 1,
+                },
+            )
+            ax.text(
+                rail - 0.06,
+                (a.y + b.y) / 2,
+                "residual",
+                rotation=90,
+                ha="right",
+                va="center",
+                fontsize=7.5,
+                color=RESIDUAL,
+            )
             continue
         if a.y == b.y:  # sideways, the label above the arrow
             start_xy, end_xy = (a.x + a.half_width, a.y), (b.x - b.half_width, b.y)
         else:
             start_xy, end_xy = (a.x, a.y - a.half_height), (b.x, b.y + b.half_height)
         ax.annotate(
-            "", xy=end_xy, xytext=start_xy,
+            "",
+            xy=end_xy,
+            xytext=start_xy,
             arrowprops={"arrowstyle": "-|>", "color": INK, "lw": 1.0, "shrinkA": 1, "shrinkB": 1},
-        )  # fmt: skip
+        )
         if not label:
             continue
         if a.y == b.y:
@@ -216,20 +246,42 @@ def draw_flow(nodes, edges, title, sizes):
         else:  # under the start of a slanted one, on the side it does not go to
             x, y = a.x + (0.12 if b.x < a.x else -0.12), start_xy[1] - 0.22
             align = "left" if b.x < a.x else "right"
-        ax.text(x, y, label, ha=align, va="center", fontsize=7, color=TEXT_GREY,
-                family="monospace", linespacing=1.15)  # fmt: skip
+        ax.text(
+            x,
+            y,
+            label,
+            ha=align,
+            va="center",
+            fontsize=7,
+            color=TEXT_GREY,
+            family="monospace",
+            linespacing=1.15,
+        )
     ax.set_title(title, loc="left", fontsize=9.5)
     height = top - bottom + 0.7
     fig.legend(
         handles=[
             Patch(facecolor=MODULE_COLOUR, edgecolor=INK, label="a module: shapes from its hook"),
-            Patch(facecolor=OP_COLOUR, edgecolor=INK, linestyle="--",
-                  label="arithmetic inside a forward()"),
+            Patch(
+                facecolor=OP_COLOUR,
+                edgecolor=INK,
+                linestyle="--",
+                label="arithmetic inside a forward()",
+            ),
         ],
-        loc="lower left", ncols=2, fontsize=7.5, frameon=False, bbox_to_anchor=(0, 0.25 / height),
-    )  # fmt: skip
-    fig.text(0.01, 0.1 / height, "   ".join(f"{k} = {v}" for k, v in sizes.items()),
-             fontsize=7.5, color=TEXT_GREY)  # fmt: skip
+        loc="lower left",
+        ncols=2,
+        fontsize=7.5,
+        frameon=False,
+        bbox_to_anchor=(0, 0.25 / height),
+    )
+    fig.text(
+        0.01,
+        0.1 / height,
+        "   ".join(f"{k} = {v}" for k, v in sizes.items()),
+        fontsize=7.5,
+        color=TEXT_GREY,
+    )
     return fig
 
 
@@ -322,11 +374,32 @@ def layer_flow():
     calls, sizes, shape = recorded_minilm()
     root = "encoder.layer.0."
     columns = [
-        (0.0, "hidden_states[0]", ["attention.self", "attention.output.dense",
-         "attention.output.dropout", "+", "attention.output.LayerNorm"], "attention output"),
-        (4.4, "attention output", ["intermediate.dense", "intermediate.intermediate_act_fn",
-         "output.dense", "output.dropout", "+", "output.LayerNorm"], "hidden_states[1]"),
-    ]  # fmt: skip
+        (
+            0.0,
+            "hidden_states[0]",
+            [
+                "attention.self",
+                "attention.output.dense",
+                "attention.output.dropout",
+                "+",
+                "attention.output.LayerNorm",
+            ],
+            "attention output",
+        ),
+        (
+            4.4,
+            "attention output",
+            [
+                "intermediate.dense",
+                "intermediate.intermediate_act_fn",
+                "output.dense",
+                "output.dropout",
+                "+",
+                "output.LayerNorm",
+            ],
+            "hidden_states[1]",
+        ),
+    ]
     nodes, edges = {}, []
     for x, first, names, last in columns:
         keys = [f"{x} in"]
@@ -439,19 +512,32 @@ def parameters_per_block():
         left = 0.0
         for (block, count), colour in zip(blocks.items(), colours, strict=True):
             millions = count / 1e6
-            ax.barh(row, millions, left=left, color=colour, edgecolor="white", height=0.6,
-                    label=block if row == 0 else None)  # fmt: skip
+            ax.barh(
+                row,
+                millions,
+                left=left,
+                color=colour,
+                edgecolor="white",
+                height=0.6,
+                label=block if row == 0 else None,
+            )
             if count / total > 0.07:
-                ax.text(left + millions / 2, row, f"{count / total:.0%}", ha="center",
-                        va="center", fontsize=8, color="white")  # fmt: skip
+                ax.text(
+                    left + millions / 2,
+                    row,
+                    f"{count / total:.0%}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white",
+                )
             left += millions
         ax.text(left + 1.2, row, f"{total / 1e6:.1f} M", va="center", fontsize=9)
     ax.set_yticks(range(len(counts)), list(counts))
     ax.invert_yaxis()
     ax.set_xlabel("parameters (millions)")
     ax.set_xlim(0, 122)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=4, fontsize=8,
-              frameon=False)  # fmt: skip
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncols=4, fontsize=8, frameon=False)
     ax.spines["left"].set_visible(False)
     ax.tick_params(axis="y", length=0)
     return fig
@@ -470,8 +556,10 @@ def embedding_contributions():
     }
     total = sum(parts.values())
     # each part's projection on the sum, as a share of the sum's squared length: they add to 1
-    shares = {name: ((part * total).sum(-1) / (total * total).sum(-1)).detach().numpy()
-              for name, part in parts.items()}  # fmt: skip
+    shares = {
+        name: ((part * total).sum(-1) / (total * total).sum(-1)).detach().numpy()
+        for name, part in parts.items()
+    }
     assert all((share > 0).all() for share in shares.values()), "a negative share would not stack"
     tokens = batch.tokens()
     fig, ax = plt.subplots(figsize=(8.4, 3.0))
@@ -485,8 +573,11 @@ def embedding_contributions():
     ax.set_ylabel("share of the sum")
     ax.set_ylim(0, 1)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8.5, frameon=False)
-    ax.set_title("what each of the three embeddings adds to each token's vector, before LayerNorm",
-                 loc="left", fontsize=9.5)  # fmt: skip
+    ax.set_title(
+        "what each of the three embeddings adds to each token's vector, before LayerNorm",
+        loc="left",
+        fontsize=9.5,
+    )
     return fig
 
 
@@ -549,8 +640,9 @@ def attention_padding():
     shown = axes[2].imshow(difference.numpy(), cmap="Oranges", vmin=0)
     axes[2].set_xticks(range(T_real), tokens[:T_real], rotation=90, fontsize=7.5)
     axes[2].set_yticks(range(T_real), tokens[:T_real], fontsize=7.5)
-    axes[2].set_title(f"|padded − alone|, real tokens\nlargest: {difference.max():.1e}",
-                      fontsize=9.5)  # fmt: skip
+    axes[2].set_title(
+        f"|padded − alone|, real tokens\nlargest: {difference.max():.1e}", fontsize=9.5
+    )
     fig.colorbar(shown, ax=axes[2], shrink=0.8, format="%.1e")
     fig.suptitle(f"layer {layer}, head {head}: rows are queries, columns keys", fontsize=10)
     return fig
@@ -584,8 +676,9 @@ def gelu_difference():
     share.spines["right"].set_visible(True)
     right.set_title(
         f"their difference, over where MiniLM's inputs to GELU lie ({len(tokens)} tokens)",
-        loc="left", fontsize=9.5,
-    )  # fmt: skip
+        loc="left",
+        fontsize=9.5,
+    )
     fig.tight_layout()
     return fig
 

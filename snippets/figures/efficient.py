@@ -61,12 +61,19 @@ def measure_attention_cost(naive, tiled, peak_bytes):
 def attention_cost() -> dict:
     """The measurement, taken once per version of the code that takes it and of the
     attention it times; the figure is drawn from the kept file."""
-    sources = [inspect.getsource(measure_attention_cost), inspect.getsource(tiled_attention),
-               repr((LENGTHS, SWEEP_LENGTH, TILES))]  # fmt: skip
-    by_hand = (tiled_attention.naive_attention, tiled_attention.tiled_attention,
-               tiled_attention.peak_tensor_bytes)  # fmt: skip
-    return computed_once("attention-cost", [s.encode() for s in sources],
-                         lambda: measure_attention_cost(*by_hand))  # fmt: skip
+    sources = [
+        inspect.getsource(measure_attention_cost),
+        inspect.getsource(tiled_attention),
+        repr((LENGTHS, SWEEP_LENGTH, TILES)),
+    ]
+    by_hand = (
+        tiled_attention.naive_attention,
+        tiled_attention.tiled_attention,
+        tiled_attention.peak_tensor_bytes,
+    )
+    return computed_once(
+        "attention-cost", [s.encode() for s in sources], lambda: measure_attention_cost(*by_hand)
+    )
 
 
 WAYS = {  # how each way is drawn: label, colour, line style
@@ -87,17 +94,30 @@ def attention_cost_figure():
         # right of the last point, where no line runs; the tiled and SDPA curves end
         # nearly together, so the tiled one's label goes over and the others' under
         below = way != "tiled"
-        memory.annotate(f"{mib[-1]:.3g} MiB", (lengths[-1], mib[-1]), fontsize=8,
-                        textcoords="offset points", xytext=(5, -2 if below else 2),
-                        ha="left", va="top" if below else "bottom",
-                        color=colour)  # fmt: skip
+        memory.annotate(
+            f"{mib[-1]:.3g} MiB",
+            (lengths[-1], mib[-1]),
+            fontsize=8,
+            textcoords="offset points",
+            xytext=(5, -2 if below else 2),
+            ha="left",
+            va="top" if below else "bottom",
+            color=colour,
+        )
         per_score = 1e9 * np.array(measured["seconds"][way]) / lengths**2
         speed.plot(lengths, per_score, marker="o", ms=4, color=colour, ls=style)
     matrix_mib = lengths**2 * 4 / 2**20
-    memory.plot(lengths, matrix_mib, color="#999999", lw=0.8, ls=":",
-                label="one (T, T) float32 matrix")  # fmt: skip
-    memory.plot(lengths, lengths * 64 * 4 / 2**20, color="#999999", lw=0.8, ls="-.",
-                label="the output, (T, D)")  # fmt: skip
+    memory.plot(
+        lengths, matrix_mib, color="#999999", lw=0.8, ls=":", label="one (T, T) float32 matrix"
+    )
+    memory.plot(
+        lengths,
+        lengths * 64 * 4 / 2**20,
+        color="#999999",
+        lw=0.8,
+        ls="-.",
+        label="the output, (T, D)",
+    )
     memory.set_yscale("log")
     memory.set_ylabel("most MiB of tensors alive at once")
     memory.set_title("(a) memory", fontsize=9.5)
@@ -126,11 +146,20 @@ def attention_cost_figure():
     sweep.yaxis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
     sweep.yaxis.set_major_formatter(ticker.FuncFormatter(lambda y, _: f"{y:g}"))
     sweep.yaxis.set_minor_formatter(ticker.NullFormatter())
-    fig.suptitle(f"one head, D = 64, float32, CPU, {measured['threads']} threads, "
-                 "without autograd; median times", fontsize=9.5)  # fmt: skip
+    fig.suptitle(
+        f"one head, D = 64, float32, CPU, {measured['threads']} threads, "
+        "without autograd; median times",
+        fontsize=9.5,
+    )
     # the legend of (a) and (b), under both: inside (a) it covered the lines
-    fig.legend(*memory.get_legend_handles_labels(), frameon=False, fontsize=7.5, ncol=3,
-               loc="lower left", bbox_to_anchor=(0.02, 0))  # fmt: skip
+    fig.legend(
+        *memory.get_legend_handles_labels(),
+        frameon=False,
+        fontsize=7.5,
+        ncol=3,
+        loc="lower left",
+        bbox_to_anchor=(0.02, 0),
+    )
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
@@ -152,9 +181,15 @@ def label_away_from_the_line(ax, xs, ys, labels):
             away, ha = np.array([0, np.sign(away[1])]), "left" if i == 0 else "right"
         else:
             ha = "center" if abs(away[0]) < 0.3 else "left" if away[0] > 0 else "right"
-        ax.annotate(label, (xs[i], ys[i]), fontsize=7.5, textcoords="offset points",
-                    xytext=tuple(7 * away), va="bottom" if away[1] > 0 else "top",
-                    ha=ha)  # fmt: skip
+        ax.annotate(
+            label,
+            (xs[i], ys[i]),
+            fontsize=7.5,
+            textcoords="offset points",
+            xytext=tuple(7 * away),
+            va="bottom" if away[1] > 0 else "top",
+            ha=ha,
+        )
 
 
 # --8<-- [start:speculative_speed]
@@ -228,16 +263,23 @@ def speculative_speed() -> dict:
 
     from snippets.hub import GPT2_SHAKESPEARE
 
-    sources = [inspect.getsource(measure_speculative_speed), inspect.getsource(speculative),
-               repr((DRAFT_LAYERS, KS, NEW_TOKENS, CALL_TOKENS, SPECULATIVE_PROMPT))]  # fmt: skip
+    sources = [
+        inspect.getsource(measure_speculative_speed),
+        inspect.getsource(speculative),
+        repr((DRAFT_LAYERS, KS, NEW_TOKENS, CALL_TOKENS, SPECULATIVE_PROMPT)),
+    ]
 
     def measure():
         target = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
         tokenizer = AutoTokenizer.from_pretrained(GPT2_SHAKESPEARE.repo_id)
         prompt = tokenizer(SPECULATIVE_PROMPT, return_tensors="pt")["input_ids"]
-        measured = measure_speculative_speed(target, prompt, speculative.early_exit_draft,
-                                             speculative.greedy_decode,
-                                             speculative.speculative_decode)  # fmt: skip
+        measured = measure_speculative_speed(
+            target,
+            prompt,
+            speculative.early_exit_draft,
+            speculative.greedy_decode,
+            speculative.speculative_decode,
+        )
         return measured | {"cpu": cpu_name()}
 
     return computed_once("speculative-speed", [s.encode() for s in sources], measure)
@@ -255,11 +297,18 @@ def speculative_decoding_figure():
     measured = speculative_speed()
     ks = np.array(measured["ks"])
     fig, (speed, passes) = plt.subplots(1, 2, figsize=(9.5, 3.8))
-    speed.axhline(measured["greedy"], color="#e65100", lw=1.5,
-                  label="the target alone, greedy with its cache")  # fmt: skip
+    speed.axhline(
+        measured["greedy"], color="#e65100", lw=1.5, label="the target alone, greedy with its cache"
+    )
     for n, rates in measured["speculative"].items():
-        speed.plot(ks, rates, marker="o", ms=4, color=DRAFT_COLOURS[n],
-                   label=f"speculative, draft of {blocks(n)}")  # fmt: skip
+        speed.plot(
+            ks,
+            rates,
+            marker="o",
+            ms=4,
+            color=DRAFT_COLOURS[n],
+            label=f"speculative, draft of {blocks(n)}",
+        )
     speed.set_ylim(bottom=0)
     speed.set_xticks(ks)
     speed.set_xlabel("k, guesses per round")
@@ -279,8 +328,15 @@ def speculative_decoding_figure():
     ms = 1000 * np.array(measured["target_pass"])
     passes.plot(tokens, ms, marker="o", ms=4, color="#e65100", label="the target (4 blocks)")
     for n, draft_seconds in measured["draft_pass"].items():
-        passes.plot([1], [1000 * draft_seconds], marker="s", ms=6, ls="none",
-                    color=DRAFT_COLOURS[n], label=f"draft of {blocks(n)}")  # fmt: skip
+        passes.plot(
+            [1],
+            [1000 * draft_seconds],
+            marker="s",
+            ms=6,
+            ls="none",
+            color=DRAFT_COLOURS[n],
+            label=f"draft of {blocks(n)}",
+        )
     passes.set_ylim(bottom=0)
     passes.set_xticks(tokens)
     passes.set_xlabel("tokens in the forward pass (after the cached prompt)")
@@ -291,8 +347,11 @@ def speculative_decoding_figure():
         fontsize=9.5,
     )
     passes.legend(frameon=False, fontsize=7.5, loc="lower right")
-    fig.suptitle(f"tensor-by-tensor/gpt2-shakespeare, float32, {measured['cpu']}, "
-                 f"{measured['threads']} thread; median times", fontsize=9.5)  # fmt: skip
+    fig.suptitle(
+        f"tensor-by-tensor/gpt2-shakespeare, float32, {measured['cpu']}, "
+        f"{measured['threads']} thread; median times",
+        fontsize=9.5,
+    )
     fig.tight_layout()
     return fig
 
@@ -340,9 +399,11 @@ def measure_training_step(texts, labels, add_lora, ranks=RANKS, steps=7):
         "threads": torch.get_num_threads(),
         "shape": list(batch["input_ids"].shape),
         "steps": steps,
-        "ways": [[way, {part: median(t[i] for t in times[1:]) for i, part in enumerate(parts)}]
-                 for way, (_, _, times) in ways.items()],
-    }  # fmt: skip
+        "ways": [
+            [way, {part: median(t[i] for t in times[1:]) for i, part in enumerate(parts)}]
+            for way, (_, _, times) in ways.items()
+        ],
+    }
 
 
 # --8<-- [end:lora_step]
@@ -357,8 +418,11 @@ def training_step() -> dict:
     train, _ = fine_tuning.split(*fine_tuning.read_reviews(path), 1000, 400)
     sources = [inspect.getsource(measure_training_step), inspect.getsource(lora), repr(RANKS)]
     texts, labels = train[0][:32], train[1][:32]
-    return computed_once("lora-training-step", [s.encode() for s in sources],
-                         lambda: measure_training_step(texts, labels, lora.add_lora))  # fmt: skip
+    return computed_once(
+        "lora-training-step",
+        [s.encode() for s in sources],
+        lambda: measure_training_step(texts, labels, lora.add_lora),
+    )
 
 
 PARTS = {"forward": "#3f51b5", "backward": "#e65100", "AdamW step": "#00897b"}
@@ -375,15 +439,23 @@ def training_step_figure():
         ax.barh(ways, seconds, left=left, color=colour, label=part, height=0.6)
         left += seconds
     for row, total in enumerate(left):
-        ax.annotate(f"{total:.2f} s", (total, row), textcoords="offset points",
-                    xytext=(4, 0), va="center", fontsize=8)  # fmt: skip
+        ax.annotate(
+            f"{total:.2f} s",
+            (total, row),
+            textcoords="offset points",
+            xytext=(4, 0),
+            va="center",
+            fontsize=8,
+        )
     ax.invert_yaxis()
     ax.set_xlabel("seconds per training step")
     ax.margins(x=0.12)
     ax.legend(frameon=False, fontsize=8, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.22))
     N, T = measured["shape"]
-    ax.set_title(f"MiniLM, one step on N = {N} sentences (T = {T}), CPU, "
-                 f"{measured['threads']} threads; median of {measured['steps']} steps",
-                 fontsize=9.5)  # fmt: skip
+    ax.set_title(
+        f"MiniLM, one step on N = {N} sentences (T = {T}), CPU, "
+        f"{measured['threads']} threads; median of {measured['steps']} steps",
+        fontsize=9.5,
+    )
     fig.tight_layout()
     return fig

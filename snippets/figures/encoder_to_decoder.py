@@ -111,9 +111,13 @@ def decoder_layer_flow():
     columns = [
         (0.0, "x: the target", ["self_attn", "dropout", "+", "norm1"], "x"),
         (COLUMN, "x", ["cross_attn", "dropout", "+", "norm2"], "x"),
-        (2 * COLUMN, "x", ["feed_forward.linear1", "F.relu", "feed_forward.linear2",
-                           "dropout", "+", "norm3"], "output"),
-    ]  # fmt: skip
+        (
+            2 * COLUMN,
+            "x",
+            ["feed_forward.linear1", "F.relu", "feed_forward.linear2", "dropout", "+", "norm3"],
+            "output",
+        ),
+    ]
     nodes, edges = columns_flow(calls, shape, "", columns)
     nodes["memory"] = Node(COLUMN + 2.2, nodes[f"{COLUMN} in"].y, "memory: the source", "tensor")
     # the memory's arrow would cross the label of x, shown where the column before ends
@@ -135,11 +139,26 @@ def gpt2_block_flow():
     calls, sizes, shape = recorded_gpt2()
     root = "transformer.h.0."
     columns = [
-        (0.0, "hidden_states[0]", ["ln_1", "attn.c_attn", "causal attention\nof H heads",
-                                   "attn.c_proj", "attn.resid_dropout", "+"], "x"),
-        (COLUMN, "x", ["ln_2", "mlp.c_fc", "mlp.act", "mlp.c_proj", "mlp.dropout", "+"],
-         "hidden_states[1]"),
-    ]  # fmt: skip
+        (
+            0.0,
+            "hidden_states[0]",
+            [
+                "ln_1",
+                "attn.c_attn",
+                "causal attention\nof H heads",
+                "attn.c_proj",
+                "attn.resid_dropout",
+                "+",
+            ],
+            "x",
+        ),
+        (
+            COLUMN,
+            "x",
+            ["ln_2", "mlp.c_fc", "mlp.act", "mlp.c_proj", "mlp.dropout", "+"],
+            "hidden_states[1]",
+        ),
+    ]
     nodes, edges = columns_flow(calls, shape, root, columns)
     title = "GPT-2's block, model.transformer.h[0]: LayerNorm first, no cross-attention, GELU"
     return draw_flow(nodes, edges, title, sizes)

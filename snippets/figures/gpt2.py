@@ -35,17 +35,31 @@ def training_loss():
     held = metrics["held_out"]
     fig, (per_token, per_char) = plt.subplots(1, 2, figsize=(9.5, 3.6))
     per_token.plot(steps, train, color="#c5cae9", lw=0.8, label="training batch")
-    per_token.plot(steps[window - 1 :], smooth, color="#3f51b5", lw=1.6,
-                   label=f"training, mean of {window} steps")  # fmt: skip
-    per_token.plot([e["step"] for e in held], [e["nats_per_token"] for e in held], "o-",
-                   color="#e65100", ms=4, label="held-out play")  # fmt: skip
-    per_token.set_ylim(bottom=min(smooth.min(), held[-1]["nats_per_token"]) - 0.3,
-                       top=held[1]["nats_per_token"] + 1.0)  # fmt: skip
+    per_token.plot(
+        steps[window - 1 :],
+        smooth,
+        color="#3f51b5",
+        lw=1.6,
+        label=f"training, mean of {window} steps",
+    )
+    per_token.plot(
+        [e["step"] for e in held],
+        [e["nats_per_token"] for e in held],
+        "o-",
+        color="#e65100",
+        ms=4,
+        label="held-out play",
+    )
+    per_token.set_ylim(
+        bottom=min(smooth.min(), held[-1]["nats_per_token"]) - 0.3,
+        top=held[1]["nats_per_token"] + 1.0,
+    )
     per_token.set_xlabel("training step")
     per_token.set_ylabel("loss (nats per token)")
     per_token.legend(frameon=False, fontsize=8)
-    per_char.plot([e["step"] for e in held], [e["nats_per_char"] for e in held], "o-",
-                  color="#e65100", ms=4)  # fmt: skip
+    per_char.plot(
+        [e["step"] for e in held], [e["nats_per_char"] for e in held], "o-", color="#e65100", ms=4
+    )
     per_char.axhline(1.5, color="#555555", ls="--", lw=1)
     per_char.text(0, 1.5, " the bar: 1.5", va="bottom", fontsize=8, color="#555555")
     per_char.set_ylim(1.2, held[1]["nats_per_char"] + 0.3)
@@ -53,9 +67,13 @@ def training_loss():
     per_char.set_ylabel("held-out loss (nats per character)")
     final = held[-1]
     per_char.annotate(
-        f"{final['nats_per_char']:.3f}", (final["step"], final["nats_per_char"]),
-        textcoords="offset points", xytext=(-10, 8), ha="right", fontsize=8,
-    )  # fmt: skip
+        f"{final['nats_per_char']:.3f}",
+        (final["step"], final["nats_per_char"]),
+        textcoords="offset points",
+        xytext=(-10, 8),
+        ha="right",
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig
 
@@ -119,12 +137,23 @@ def generation_processors():
         ax.set_title(title, fontsize=9.5)
         ax.set_xticks(range(len(shown)), labels, rotation=60, ha="right", fontsize=7.5)
         left = int((processed[0] > float("-inf")).sum())
-        ax.text(0.98, 0.95, f"{left:,} tokens left", transform=ax.transAxes, ha="right",
-                va="top", fontsize=8, color="#555555")  # fmt: skip
+        ax.text(
+            0.98,
+            0.95,
+            f"{left:,} tokens left",
+            transform=ax.transAxes,
+            ha="right",
+            va="top",
+            fontsize=8,
+            color="#555555",
+        )
     for ax in axes[:, 0]:
         ax.set_ylabel("probability")
-    fig.suptitle(f"the next token after {PROMPT!r}: grey outlines are the model's own "
-                 "probabilities; orange tokens are in the prompt", fontsize=9)  # fmt: skip
+    fig.suptitle(
+        f"the next token after {PROMPT!r}: grey outlines are the model's own "
+        "probabilities; orange tokens are in the prompt",
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig
 
@@ -159,8 +188,13 @@ def measure_kv_timing(forward):
     model = GPT2LMHeadModel(GPT2Config()).eval()  # random weights: the arithmetic is the same
     ids = torch.randint(model.config.vocab_size, (1, max(TIMED_LENGTHS) + 1))
 
-    timings = {"threads": torch.get_num_threads(), "lengths": list(TIMED_LENGTHS),
-               "cached": [], "uncached": [], "uncached_all_logits": []}  # fmt: skip
+    timings = {
+        "threads": torch.get_num_threads(),
+        "lengths": list(TIMED_LENGTHS),
+        "cached": [],
+        "uncached": [],
+        "uncached_all_logits": [],
+    }
     with torch.no_grad():
         _, full_cache = forward(model, ids[:, :-1])  # every length's cache, sliced below
         for T in TIMED_LENGTHS:
@@ -183,11 +217,17 @@ def measure_kv_timing(forward):
 def kv_timing() -> dict:
     """The measurement, taken once per version of the code that takes it and of the
     forward pass it times; the figure is drawn from the kept file."""
-    sources = [inspect.getsource(median_seconds), inspect.getsource(measure_kv_timing),
-               inspect.getsource(gpt2_by_hand),
-               repr(TIMED_LENGTHS)]  # fmt: skip
-    return computed_once("gpt2-kv-timing", [s.encode() for s in sources],
-                         lambda: measure_kv_timing(gpt2_by_hand.forward))  # fmt: skip
+    sources = [
+        inspect.getsource(median_seconds),
+        inspect.getsource(measure_kv_timing),
+        inspect.getsource(gpt2_by_hand),
+        repr(TIMED_LENGTHS),
+    ]
+    return computed_once(
+        "gpt2-kv-timing",
+        [s.encode() for s in sources],
+        lambda: measure_kv_timing(gpt2_by_hand.forward),
+    )
 
 
 @figure("gpt2-kv-cache-timing.svg", inputs=("snippets/gpt2_by_hand.py",))
@@ -203,20 +243,36 @@ def kv_cache_timing():
     for key, label, colour, style in lines:
         ms = 1000 * np.array(timings[key])
         ax.plot(lengths, ms, marker="o", ls=style, color=colour, label=label, ms=4)
-        ax.annotate(f"{ms[-1]:.0f} ms", (lengths[-1], ms[-1]), textcoords="offset points",
-                    xytext=(6, 0), va="center", fontsize=8, color=colour)  # fmt: skip
+        ax.annotate(
+            f"{ms[-1]:.0f} ms",
+            (lengths[-1], ms[-1]),
+            textcoords="offset points",
+            xytext=(6, 0),
+            va="center",
+            fontsize=8,
+            color=colour,
+        )
     read_ms = 1000 * timings["read_weights"]
     ax.axhline(read_ms, color="#555555", lw=0.8, ls="--")
-    ax.text(lengths[0], read_ms * 1.06, f"reading every weight once: {read_ms:.0f} ms",
-            va="bottom", fontsize=8, color="#555555")  # fmt: skip
+    ax.text(
+        lengths[0],
+        read_ms * 1.06,
+        f"reading every weight once: {read_ms:.0f} ms",
+        va="bottom",
+        fontsize=8,
+        color="#555555",
+    )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(lengths, [str(n) for n in lengths])
     ax.set_xlabel("tokens already in the sequence (T)")
     ax.set_ylabel("milliseconds for the next token")
     speedup = timings["uncached"][-1] / timings["cached"][-1]
-    ax.set_title(f"GPT-2 124M, float32, CPU, {timings['threads']} threads: at "
-                 f"T = {lengths[-1]} the cache is {speedup:.0f}× faster", fontsize=9.5)  # fmt: skip
+    ax.set_title(
+        f"GPT-2 124M, float32, CPU, {timings['threads']} threads: at "
+        f"T = {lengths[-1]} the cache is {speedup:.0f}× faster",
+        fontsize=9.5,
+    )
     ax.legend(frameon=False, fontsize=8.5, loc="upper left")
     fig.tight_layout()
     return fig
@@ -238,8 +294,13 @@ def measure_prefill_decode(forward, model):
 
     generator = torch.Generator().manual_seed(0)
     weight_bytes = sum(w.numel() * w.element_size() for w in model.parameters())
-    timings = {"threads": torch.get_num_threads(), "batch_sizes": list(BATCH_SIZES),
-               "weight_bytes": weight_bytes, "prefill": [], "decode": []}  # fmt: skip
+    timings = {
+        "threads": torch.get_num_threads(),
+        "batch_sizes": list(BATCH_SIZES),
+        "weight_bytes": weight_bytes,
+        "prefill": [],
+        "decode": [],
+    }
     with torch.no_grad():
         for B in BATCH_SIZES:
             ids = torch.randint(
@@ -265,14 +326,21 @@ def prefill_decode_timing() -> dict:
 
     def measure():
         torch.manual_seed(0)
-        models = {"the book's GPT-2": shipped_model()[0],
-                  "GPT-2 124M (random weights)": GPT2LMHeadModel(GPT2Config()).eval()}  # fmt: skip
-        return {name: measure_prefill_decode(gpt2_by_hand.forward, model)
-                for name, model in models.items()}  # fmt: skip
+        models = {
+            "the book's GPT-2": shipped_model()[0],
+            "GPT-2 124M (random weights)": GPT2LMHeadModel(GPT2Config()).eval(),
+        }
+        return {
+            name: measure_prefill_decode(gpt2_by_hand.forward, model)
+            for name, model in models.items()
+        }
 
-    sources = [inspect.getsource(median_seconds), inspect.getsource(measure_prefill_decode),
-               inspect.getsource(gpt2_by_hand),
-               repr((PROMPT_LENGTH, BATCH_SIZES))]  # fmt: skip
+    sources = [
+        inspect.getsource(median_seconds),
+        inspect.getsource(measure_prefill_decode),
+        inspect.getsource(gpt2_by_hand),
+        repr((PROMPT_LENGTH, BATCH_SIZES)),
+    ]
     return computed_once("gpt2-prefill-decode", [s.encode() for s in sources], measure)
 
 
@@ -294,8 +362,10 @@ def prefill_decode():
     axes[0].set_ylim(top=top * 4)  # room for the bars' labels
     axes[0].legend(frameon=False, fontsize=8.5, loc="upper left")
     threads = next(iter(measured.values()))["threads"]
-    fig.suptitle(f"prefill: {PROMPT_LENGTH} tokens per prompt at once; decode: one token "
-                 f"after {PROMPT_LENGTH} cached; float32, CPU, {threads} threads",
-                 fontsize=9)  # fmt: skip
+    fig.suptitle(
+        f"prefill: {PROMPT_LENGTH} tokens per prompt at once; decode: one token "
+        f"after {PROMPT_LENGTH} cached; float32, CPU, {threads} threads",
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig

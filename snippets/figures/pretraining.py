@@ -27,8 +27,13 @@ def pretraining_curves():
         losses = np.array(metrics[key])
         steps = np.arange(1, len(losses) + 1)
         ax.plot(steps, losses, color="#dddddd", lw=0.6, label="training batch")
-        ax.plot(steps[window - 1 :], smoothed(losses, window), color=colour, lw=1.6,
-                label=f"mean of {window} steps")  # fmt: skip
+        ax.plot(
+            steps[window - 1 :],
+            smoothed(losses, window),
+            color=colour,
+            lw=1.6,
+            label=f"mean of {window} steps",
+        )
         ax.set_xlabel("training step")
     # the NSP loss stays near ln 2, where a label on the line would sit under the curve
     nsp.axhline(np.log(2), color="#555555", ls="--", lw=1, label="ln 2: a coin flip")
@@ -37,16 +42,15 @@ def pretraining_curves():
     mlm.set_ylabel("MLM loss (nats per masked token)")
     mlm.set_ylim(top=np.log(30522) + 0.5)  # ln V: the loss of a uniform guess
     nsp.set_ylabel("NSP loss (nats per pair)")
-    accuracy.plot(held_steps, [e["mlm_top5"] for e in held], "o-", ms=3, color="#7986cb",
-                  label="MLM top-5")  # fmt: skip
-    accuracy.plot(held_steps, [e["mlm_top1"] for e in held], "o-", ms=3, color="#3f51b5",
-                  label="MLM top-1")  # fmt: skip
-    accuracy.plot(held_steps, [e["mlm_top1_words"] for e in held], "o--", ms=3,
-                  color="#3f51b5", label="MLM top-1, words only")  # fmt: skip
-    accuracy.plot(held_steps, [e["nsp_accuracy"] for e in held], "s-", ms=3, color="#00897b",
-                  label="NSP, as trained")  # fmt: skip
-    accuracy.plot(held_steps, [e["nsp_within_play"] for e in held], "s--", ms=3,
-                  color="#00897b", label="NSP, within the play")  # fmt: skip
+    curves = [  # key, marker and line, colour, label
+        ("mlm_top5", "o-", "#7986cb", "MLM top-5"),
+        ("mlm_top1", "o-", "#3f51b5", "MLM top-1"),
+        ("mlm_top1_words", "o--", "#3f51b5", "MLM top-1, words only"),
+        ("nsp_accuracy", "s-", "#00897b", "NSP, as trained"),
+        ("nsp_within_play", "s--", "#00897b", "NSP, within the play"),
+    ]
+    for key, style, colour, label in curves:
+        accuracy.plot(held_steps, [e[key] for e in held], style, ms=3, color=colour, label=label)
     accuracy.set_ylim(0, 1)
     accuracy.set_xlabel("training step")
     accuracy.set_ylabel("accuracy on the held-out play")
@@ -65,19 +69,33 @@ def fine_tuning_learning_curve():
     fig, (loss, accuracy) = plt.subplots(1, 2, figsize=(9.5, 3.4))
     loss.plot(np.arange(1, len(losses) + 1), losses, color="#3f51b5", lw=1.2)
     loss.axhline(np.log(2), color="#555555", ls="--", lw=1)
-    loss.text(len(losses), np.log(2), "ln 2 ", ha="right", va="bottom", fontsize=8,
-              color="#555555")  # fmt: skip
+    loss.text(len(losses), np.log(2), "ln 2 ", ha="right", va="bottom", fontsize=8, color="#555555")
     loss.set_xlabel("training step (batches of 32 sentences)")
     loss.set_ylabel("training loss (cross-entropy)")
     steps, values = zip(*run["curve"], strict=True)
     accuracy.plot(steps, values, "o-", color="#e65100", ms=4, label="MiniLM, fine-tuned")
-    for value, name, style in [(run["bag_of_words"], "bag of words", "-."),
-                               (run["majority"], "majority class", ":")]:  # fmt: skip
+    for value, name, style in [
+        (run["bag_of_words"], "bag of words", "-."),
+        (run["majority"], "majority class", ":"),
+    ]:
         accuracy.axhline(value, color="#555555", ls=style, lw=1)
-        accuracy.text(steps[-1], value, f"{name} {value:.3f}", ha="right", va="bottom",
-                      fontsize=8, color="#555555")  # fmt: skip
-    accuracy.annotate(f"{values[-1]:.3f}", (steps[-1], values[-1]), textcoords="offset points",
-                      xytext=(-6, 6), ha="right", fontsize=8)  # fmt: skip
+        accuracy.text(
+            steps[-1],
+            value,
+            f"{name} {value:.3f}",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color="#555555",
+        )
+    accuracy.annotate(
+        f"{values[-1]:.3f}",
+        (steps[-1], values[-1]),
+        textcoords="offset points",
+        xytext=(-6, 6),
+        ha="right",
+        fontsize=8,
+    )
     accuracy.set_ylim(0.4, 1.0)
     accuracy.set_xlabel("training step")
     accuracy.set_ylabel("held-out accuracy (400 sentences)")

@@ -41,10 +41,14 @@ def padded_batch():
                     Rectangle((c, rows - 1 - r), 1, 1, facecolor=colour, edgecolor="white", lw=2)
                 )
                 ax.text(
-                    c + 0.5, rows - 0.5 - r, label, ha="center", va="center",
+                    c + 0.5,
+                    rows - 0.5 - r,
+                    label,
+                    ha="center",
+                    va="center",
                     fontsize=7.5 if len(label) > 6 else 8.5,
                     color="#333333" if real or key != "input_ids" else "#999999",
-                )  # fmt: skip
+                )
         ax.set_xlim(0, cols)
         ax.set_ylim(0, rows)
         ax.set_yticks([rows - 0.5 - r for r in range(rows)], [f"sequence {r}" for r in range(rows)])

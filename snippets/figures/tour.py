@@ -79,32 +79,61 @@ def tour():
     ax = fig.add_axes((0, 0, 1, 1))  # one data unit is one inch: text fits the boxes
     for row, ((title, chapters), colour) in enumerate(zip(tour, COLOURS, strict=False)):
         y = row_h * (len(tour) - 1 - row)
-        ax.text(0, y + box_h + 0.22, title, fontsize=10, weight="bold",
-                color=colour)  # fmt: skip
+        ax.text(0, y + box_h + 0.22, title, fontsize=10, weight="bold", color=colour)
         for i, (name, _, hands_on) in enumerate(chapters):
             x = i * (box_w + gap)
             ax.add_patch(
                 FancyBboxPatch(
-                    (x, y), box_w, box_h, boxstyle="round,pad=0.03",
-                    facecolor=colour, edgecolor=colour, linewidth=1.3,
+                    (x, y),
+                    box_w,
+                    box_h,
+                    boxstyle="round,pad=0.03",
+                    facecolor=colour,
+                    edgecolor=colour,
+                    linewidth=1.3,
                 )
-            )  # fmt: skip
-            ax.text(x + box_w / 2, y + box_h / 2, name, ha="center", va="center", fontsize=8.5,
-                    color="white")  # fmt: skip
-            ax.text(x + box_w / 2, y - 0.12, hands_on, ha="center", va="top", fontsize=7.5,
-                    color="#555555", family="monospace")  # fmt: skip
+            )
+            ax.text(
+                x + box_w / 2,
+                y + box_h / 2,
+                name,
+                ha="center",
+                va="center",
+                fontsize=8.5,
+                color="white",
+            )
+            ax.text(
+                x + box_w / 2,
+                y - 0.12,
+                hands_on,
+                ha="center",
+                va="top",
+                fontsize=7.5,
+                color="#555555",
+                family="monospace",
+            )
             if i:
                 ax.annotate(
-                    "", xy=(x - 0.03, y + box_h / 2), xytext=(x - gap + 0.03, y + box_h / 2),
-                    arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.1,
-                                "shrinkA": 0, "shrinkB": 0},
-                )  # fmt: skip
+                    "",
+                    xy=(x - 0.03, y + box_h / 2),
+                    xytext=(x - gap + 0.03, y + box_h / 2),
+                    arrowprops={
+                        "arrowstyle": "-|>",
+                        "color": colour,
+                        "lw": 1.1,
+                        "shrinkA": 0,
+                        "shrinkB": 0,
+                    },
+                )
     ax.text(
-        0, -0.75,
+        0,
+        -0.75,
         "B batch · T tokens · C hidden size · H heads · D head size · V vocabulary · L layers\n"
         "M masked tokens",
-        fontsize=8, color="#555555", va="top",
-    )  # fmt: skip
+        fontsize=8,
+        color="#555555",
+        va="top",
+    )
     ax.set_xlim(-0.05, width - 0.05)
     ax.set_ylim(-1.3, height - 1.3)
     ax.axis("off")

@@ -111,8 +111,15 @@ def attention_masks():
             ax.imshow(mask.numpy(), cmap="Blues", vmin=-0.3, vmax=1.2)
             for t in range(T):
                 for s in range(T):
-                    ax.text(s, t, int(mask[t, s]), ha="center", va="center", fontsize=9,
-                            color="white" if mask[t, s] else "#777777")  # fmt: skip
+                    ax.text(
+                        s,
+                        t,
+                        int(mask[t, s]),
+                        ha="center",
+                        va="center",
+                        fontsize=9,
+                        color="white" if mask[t, s] else "#777777",
+                    )
             keys = [f"{s}\n{tokens[b, s].item() or 'pad'}" for s in range(T)]
             ax.set_xticks(range(T), keys, fontsize=8)
             ax.set_yticks(range(T))
@@ -235,22 +242,24 @@ def training_cross_attention():
     reads = [names[i] for i in example["decoder_input"]]
     weights = np.array(example["cross_attention"])  # (H, T, S)
     n = sum(token != PAD for token in example["source"])
-    fig, axes = plt.subplots(1, len(weights), figsize=(10, 3.6), sharey=True,
-                             layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(1, len(weights), figsize=(10, 3.6), sharey=True, layout="constrained")
     for head, ax in enumerate(axes):
         image = ax.imshow(weights[head], cmap="Blues", vmin=0, vmax=1)
         for t in range(n):  # outline each digit-predicting query's mirror key
-            ax.add_patch(plt.Rectangle((n - 1 - t - 0.5, t - 0.5), 1, 1, fill=False,
-                                       ec="#e65100", lw=1.2))  # fmt: skip
+            ax.add_patch(
+                plt.Rectangle((n - 1 - t - 0.5, t - 0.5), 1, 1, fill=False, ec="#e65100", lw=1.2)
+            )
         ax.set_title(f"head {head}: {run['mirror_share'][head]:.2f} on the mirror", fontsize=9.5)
         ax.set_xticks(range(len(sources)), sources, fontsize=9, rotation=90)
         ax.set_yticks(range(len(reads)), reads, fontsize=9)
         ax.set_xlabel("source token (key)")
     axes[0].set_ylabel("decoder reads (query)")
     fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight")
-    fig.suptitle("decoder layer 1, cross-attention, on a held-out sequence; outlined: the "
-                 "mirror digit; titles: mean weight on it over the 1,000 held-out sequences",
-                 fontsize=9.5)  # fmt: skip
+    fig.suptitle(
+        "decoder layer 1, cross-attention, on a held-out sequence; outlined: the "
+        "mirror digit; titles: mean weight on it over the 1,000 held-out sequences",
+        fontsize=9.5,
+    )
     return fig
 
 
@@ -279,7 +288,8 @@ def training_loss():
     ax.legend(frameon=False)
     ax.set_title(
         f"Reversing 3 to 8 digits; held-out exact match after training: {run['exact_match']:.1%}",
-        loc="left", fontsize=9.5,
-    )  # fmt: skip
+        loc="left",
+        fontsize=9.5,
+    )
     fig.tight_layout()
     return fig

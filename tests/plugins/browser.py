@@ -90,7 +90,7 @@ def new_tab(browser, server, **options):
     each response (`transferred`). Close it with `page.context.close()`."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
     page = context.new_page()
-    # 30 s, not 10: a page waits while the other workers hold the cores
+    # generous: a page waits while the other workers hold the cores
     page.set_default_timeout(30_000)
     page.problems = []
     page.on("console", lambda m: m.type == "error" and page.problems.append(f"console: {m.text}"))

@@ -13,8 +13,16 @@ import pytest
 from snippets.book import REPO_ROOT
 
 # what `mkdocs build` reads
-SITE_INPUTS = ["docs", "overrides", "snippets", "tools", "hooks.py", "mkdocs.yml",
-               "pyproject.toml", "constraints.txt"]  # fmt: skip
+SITE_INPUTS = [
+    "docs",
+    "overrides",
+    "snippets",
+    "tools",
+    "hooks.py",
+    "mkdocs.yml",
+    "pyproject.toml",
+    "constraints.txt",
+]
 BUILT_SITE = REPO_ROOT / ".cache" / "site"
 
 
