@@ -249,17 +249,23 @@ def test_the_built_pages_show_the_code_the_tests_run(built_site):
 
 
 def test_the_downloaded_notebooks_hold_the_code_the_tests_run(built_site):
-    """A chapter's notebook, after its set-up cell, is its python blocks byte for byte, each
-    with the output the page shows: running the notebook is running the page."""
+    """A chapter's notebook, after its set-up cell, is its python blocks byte for byte, but
+    for blank lines, each with the output the page shows: running the notebook is running
+    the page. (pytest-codeblocks, and so the tests, drop the blank lines of a block in a
+    box; the notebook keeps them, as the page shows them.)"""
     for page in site_pages():
         if page.suffix != ".md":
             continue
         notebook = nbformat.read(built_site / notebook_path(page), as_version=4)
-        cells = [(cell.source, printed(cell)) for cell in code_cells(notebook)[1:]]
-        blocks = [(b.code.rstrip("\n"), b.expected_output or "") for b in parse(page).cells]
+        cells = [(unspaced(cell.source), printed(cell)) for cell in code_cells(notebook)[1:]]
+        blocks = [(unspaced(b.code), b.expected_output or "") for b in parse(page).cells]
         assert [(code, normalise(out)) for code, out in cells] == [
             (code, normalise(out)) for code, out in blocks
         ], notebook_path(page)
+
+
+def unspaced(code: str) -> str:
+    return "\n".join(line for line in code.splitlines() if line.strip())
 
 
 def hub_loads(site: Path) -> dict[str, str]:
