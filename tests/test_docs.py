@@ -18,7 +18,7 @@ from snippets.book import cpu_name
 from tests.plugins.report import NARROW_MARGIN, OVER_BUDGET
 from tests.plugins.selection import selected_configurations, selected_pages
 from tools import checks, timings
-from tools.execute import NAMED, BlockFailure, BlockSkipped, run_page
+from tools.execute import BlockFailure, BlockSkipped, run_page
 from tools.exercises import exercises, is_variant
 from tools.exercises import problems as exercise_problems
 from tools.numerics import describe
@@ -144,12 +144,7 @@ def test_exercise(page, exercise, configuration):
                 f"{block.where}: with {label} in place of the starter, the check printed:\n"
                 f"{verdict or '(nothing)'}"
             )
-    named = {
-        label.removeprefix(f"{NAMED} '").removesuffix("'"): verdict
-        for (lineno, label), verdict in run.verdicts.items()
-        if lineno == exercise.lineno and label.startswith(NAMED)
-    }
-    for hint, verdict in named.items():
+    for hint, verdict in run.named_verdicts.get(exercise.lineno, {}).items():
         if not (verdict.startswith("✗") and f"You computed {hint}." in verdict):
             problems.append(
                 f"{exercise.machinery[0].where}: the checker's mistake '{hint}', checked in "

@@ -54,7 +54,6 @@ print(_json.dumps([
 
 # Run in the kernel after the page, for each exercise: each classic mistake its checker
 # knows, checked in place of the reader's function, and the verdict printed.
-NAMED = "the checker's mistake"
 NAMED_MISTAKES = """\
 import contextlib as _contextlib, io as _io, json as _json
 _verdicts = {{}}
@@ -134,6 +133,8 @@ class PageRun:
     narrow_margins: dict[int, list[str]] = field(default_factory=dict)
     # (exercise heading's line, what ran in place of its starter) -> its check's verdict
     verdicts: dict[tuple[int, str], str] = field(default_factory=dict)
+    # exercise heading's line -> each mistake its checker knows -> the check's verdict on it
+    named_verdicts: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def check(self, block: Block) -> str:
         """What the block printed; raises BlockFailure or BlockSkipped."""
@@ -212,7 +213,7 @@ def run_page(page: Page, configuration: str = "as-is", workdir: Path | None = No
             required_margin(configuration),
         )
         if run.failed_at is None:
-            run.verdicts = _exercise_verdicts(client, notebook, page)
+            run.verdicts, run.named_verdicts = _exercise_verdicts(client, notebook, page)
     if run.failed_at is not None:
         run.printed.pop(run.failed_at.lineno, None)
     return run
@@ -242,11 +243,12 @@ def _execute_hidden_or_why(client, notebook, source: str) -> tuple[str, str]:
         notebook.cells.pop()
 
 
-def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], str]:
+def _exercise_verdicts(client, notebook, page: Page):
     """After the page: each exercise's solution and classic mistakes, each run in place of
     the starter and followed by the exercise's check; what the check printed, after why
-    the code stopped if it raised (a check never raises: its verdict is then missing)."""
-    verdicts = {}
+    the code stopped if it raised (a check never raises: its verdict is then missing).
+    Then the verdict of each checker on each mistake it knows (NAMED_MISTAKES)."""
+    verdicts, named_verdicts = {}, {}
     for exercise in exercises(page):
         for label, block, _ in exercise.variants() if exercise.check is not None else ():
             printed, why = _execute_hidden_or_why(
@@ -261,9 +263,8 @@ def _exercise_verdicts(client, notebook, page: Page) -> dict[tuple[int, str], st
                 named = json.loads(printed)
             except ValueError:
                 named = {f"(the mistakes of {name})": f"({why or 'no verdicts'})\n{printed}"}
-            for hint, verdict in named.items():
-                verdicts[exercise.lineno, f"{NAMED} '{hint}'"] = verdict
-    return verdicts
+            named_verdicts.setdefault(exercise.lineno, {}).update(named)
+    return verdicts, named_verdicts
 
 
 def _margins(watched: str, notebook, blocks, required: float):
