@@ -12,7 +12,7 @@ LINTED := snippets tools tests hooks.py docs/labs
 LATEST := .venv-latest
 LATEST_PACKAGES := transformers tokenizers peft sentence-transformers gguf huggingface-hub
 
-.PHONY: serve test test-reader test-proofs test-latest setup chromium chapter
+.PHONY: serve test test-reader test-proofs test-latest setup chromium chapter format
 
 serve: setup
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
@@ -78,6 +78,11 @@ $(INSTALLED) $(LATEST)/.installed: %/.installed: pyproject.toml constraints.txt
 	  --constraint constraints.txt --editable .
 	touch $@
 
-# a new chapter: the page from the template, its nav entry, a failing test stub
+# ruff's layout for the code: the Python files, and the pages' python blocks (tools/formatting.py)
+format: $(INSTALLED)
+	$(BIN)/ruff format $(LINTED)
+	$(BIN)/python -m tools.formatting
+
+# a new chapter: its page, module, figures and failing test stub, and its nav line
 chapter: setup
-	$(BIN)/python -m tools.scaffold "$(PAGE)" "$(TITLE)"
+	$(BIN)/python -m tools.scaffold "$(PAGE)" "$(TITLE)" $(if $(MODULE),--module $(MODULE))

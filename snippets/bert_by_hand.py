@@ -63,35 +63,35 @@ def merge_heads(x):
 # --8<-- [end:heads]
 
 
-# --8<-- [start:padding_mask]
-def padding_mask(attention_mask, dtype):
-    """(B, T) of 1 (token) and 0 (padding) -> (B, 1, 1, T), added to the scores.
+# --8<-- [start:additive_padding_mask]
+def additive_padding_mask(attention_mask, dtype):
+    """attention_mask (B, T), 1 for a token and 0 for padding -> an additive mask (B, 1, 1, T).
 
-    0 where a key may be attended to; the most negative number of `dtype` where it
-    is padding, so that softmax gives it a weight of exactly 0. Broadcast over
-    heads and queries: every query of a sequence ignores the same keys.
+    Added to the scores: 0 where a key may be attended to; the most negative number of
+    `dtype` where it is padding, so that softmax gives it a weight of exactly 0. Broadcast
+    over heads and queries: every query of a sequence ignores the same keys.
     """
     is_padding = attention_mask[:, None, None, :] == 0  # (B, 1, 1, T)
     zeros = torch.zeros(is_padding.shape, dtype=dtype, device=is_padding.device)
     return zeros.masked_fill(is_padding, torch.finfo(dtype).min)
 
 
-# --8<-- [end:padding_mask]
+# --8<-- [end:additive_padding_mask]
 
 
 # --8<-- [start:self_attention]
-def self_attention(attention, x, mask, H):
+def self_attention(attention, x, additive_mask, H):
     """x (B, T, C) -> context (B, T, C) and attention probabilities (B, H, T, T).
 
-    `attention` is `layer.attention.self`; `mask` comes from `padding_mask`. The
-    dropout on the probabilities is the identity in eval mode.
+    `attention` is `layer.attention.self`; `additive_mask` (B, 1, 1, T) comes from
+    `additive_padding_mask`. The dropout on the probabilities is the identity in eval mode.
     """
     q = split_heads(linear(x, attention.query), H)  # (B, H, T, D)
     k = split_heads(linear(x, attention.key), H)  # (B, H, T, D)
     v = split_heads(linear(x, attention.value), H)  # (B, H, T, D)
     D = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, H, T, T): query rows, key columns
-    probabilities = torch.softmax(scores + mask, dim=-1)  # (B, H, T, T): each row sums to 1
+    probabilities = torch.softmax(scores + additive_mask, dim=-1)  # (B, H, T, T): rows sum to 1
     context = merge_heads(probabilities @ v)  # (B, T, C)
     return context, probabilities
 
@@ -149,10 +149,10 @@ def feed_forward(layer, h, activation=gelu):
 
 
 # --8<-- [start:layer]
-def bert_layer(layer, x, mask, config):
+def bert_layer(layer, x, additive_mask, config):
     """One encoder layer: (B, T, C) -> (B, T, C), and its attention probabilities."""
     context, probabilities = self_attention(
-        layer.attention.self, x, mask, config.num_attention_heads
+        layer.attention.self, x, additive_mask, config.num_attention_heads
     )
     h = attention_output(layer.attention.output, context, x)
     return feed_forward(layer, h, ACTIVATIONS[config.hidden_act]), probabilities
@@ -162,15 +162,15 @@ def bert_layer(layer, x, mask, config):
 
 
 # --8<-- [start:encode]
-def encode(model, x, mask):
-    """Run the embeddings x (B, T, C) through every layer.
+def encode(model, x, additive_mask):
+    """Run the embeddings x (B, T, C) through every layer, each with the same additive_mask.
 
     Returns L + 1 hidden states (the input first, then each layer's output) and
     L attention probabilities, one (B, H, T, T) per layer.
     """
     hidden_states, attentions = [x], []
     for layer in model.encoder.layer:
-        x, probabilities = bert_layer(layer, x, mask, model.config)
+        x, probabilities = bert_layer(layer, x, additive_mask, model.config)
         hidden_states.append(x)
         attentions.append(probabilities)
     return tuple(hidden_states), tuple(attentions)
@@ -208,11 +208,11 @@ def forward(model, input_ids, attention_mask=None, token_type_ids=None):
     if token_type_ids is None:
         token_type_ids = torch.zeros_like(input_ids)  # everything is the first sentence
     x = embed(model.embeddings, input_ids, token_type_ids)  # (B, T, C)
-    mask = padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
-    hidden_states, attentions = encode(model, x, mask)
-    last = hidden_states[-1]
-    pooled = pool(model.pooler, last) if model.pooler is not None else None
-    return BertByHandOutput(last, pooled, hidden_states, attentions)
+    additive_mask = additive_padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
+    hidden_states, attentions = encode(model, x, additive_mask)
+    last_hidden_state = hidden_states[-1]
+    pooled = pool(model.pooler, last_hidden_state) if model.pooler is not None else None
+    return BertByHandOutput(last_hidden_state, pooled, hidden_states, attentions)
 
 
 # --8<-- [end:forward]

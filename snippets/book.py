@@ -19,6 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS = REPO_ROOT / "docs"
 CACHE = REPO_ROOT / ".cache"  # git-ignored: the project's Hugging Face cache, timings, runs
 MKDOCS_YML = REPO_ROOT / "mkdocs.yml"
+NOT_CHAPTERS = ("labs/", "live/")  # folders under docs/ of pages that are not chapters
 
 
 def read_json(path: Path) -> dict:
@@ -108,6 +109,28 @@ def _nav(config_file: Path):
 def nav_pages(config_file: Path = MKDOCS_YML) -> frozenset[str]:
     """Every page the nav lists, as a path under docs/."""
     return frozenset(page for _, pages in nav(config_file) for _, page in pages)
+
+
+def parts(config_file: Path = MKDOCS_YML) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The book's parts, in nav order: (part title, [(chapter title, page under docs/)]).
+
+    A part is a titled section of the nav that holds chapters. Notebooks and live pages
+    (labs/, live/) are not chapters, nor are the top-level pages. This is the one list of
+    the parts: a new part is a new section of the nav.
+    """
+    found = []
+    for title, pages in nav(config_file):
+        chapters = [(name, page) for name, page in pages if not page.startswith(NOT_CHAPTERS)]
+        if title and chapters:
+            found.append((title, chapters))
+    return found
+
+
+def front_matter(page: Path) -> dict:
+    """A page's YAML front matter, read as MkDocs reads it ({} when it has none)."""
+    from mkdocs.utils.meta import get_data
+
+    return get_data(page.read_text(encoding="utf-8"))[1]
 
 
 def computed_once(name: str, sources: list[bytes], compute) -> dict:

@@ -215,15 +215,15 @@ def generate_batch(
     attention_mask is 1 on real tokens and 0 on padding. A row that has produced
     eos_token_id gets pad_token_id from then on; the loop stops when every row has.
     """
-    ids, mask = input_ids, attention_mask  # (B, T) each
+    ids = input_ids  # (B, T): the prompts, then every token chosen so far
     # each prompt's first real token is position 0, however much padding precedes it
-    positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)  # (B, T)
+    positions = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)  # (B, T)
     finished = torch.zeros(ids.shape[0], dtype=torch.bool)  # (B,)
     new_ids, cache = ids, None
     for _ in range(max_new_tokens):
         out = model(
             new_ids,
-            attention_mask=mask,
+            attention_mask=attention_mask,
             position_ids=positions[:, -new_ids.shape[1] :],
             past_key_values=cache,
             use_cache=True,
@@ -236,7 +236,7 @@ def generate_batch(
             finished |= next_id == eos_token_id
         new_ids = next_id[:, None]  # (B, 1)
         ids = torch.cat([ids, new_ids], dim=1)  # (B, T + 1)
-        mask = torch.cat([mask, torch.ones_like(new_ids)], dim=1)  # (B, T + 1)
+        attention_mask = torch.cat([attention_mask, torch.ones_like(new_ids)], dim=1)  # (B, T + 1)
         positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)  # (B, T + 1)
         if finished.all():
             break

@@ -1,7 +1,7 @@
 """Training the from-scratch Transformer on a toy task: reversing sequences of digits.
 
 docs/transformer/training.md includes these sections after the model's; the loss
-curve on that page is drawn by snippets/figures/transformer.py from the same
+curve on that page is drawn by snippets/figures/transformer_training.py from the same
 `train_reversal`, and tests/test_transformer_training.py runs it short.
 """
 
@@ -90,12 +90,12 @@ def train(model, steps, held_out, batch_size=128, warmup=200, label_smoothing=0.
 def greedy_decode(model, source, max_new_tokens):
     """Generate the target one token at a time, always taking the most likely token."""
     model.eval()
-    src_mask = padding_mask(source, PAD)  # (B, 1, 1, S)
-    memory = model.encode(source, src_mask)  # (B, S, C): once per source
+    src_allowed = padding_mask(source, PAD)  # (B, 1, 1, S)
+    memory = model.encode(source, src_allowed)  # (B, S, C): once per source
     out = torch.full((source.size(0), 1), BOS)  # (B, 1): every target starts with BOS
     finished = torch.zeros(source.size(0), dtype=torch.bool)  # (B,)
     for _ in range(max_new_tokens):
-        logits = model.decode(out, memory, causal_mask(out.size(1)), src_mask)  # (B, t, V)
+        logits = model.decode(out, memory, causal_mask(out.size(1)), src_allowed)  # (B, t, V)
         next_token = logits[:, -1].argmax(dim=-1).masked_fill(finished, PAD)  # (B,)
         out = torch.cat([out, next_token[:, None]], dim=1)  # (B, t + 1)
         finished |= next_token == EOS

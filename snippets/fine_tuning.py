@@ -89,8 +89,8 @@ def sentence_features(encoder, tokenizer, texts, batch_size=100):
             [texts[i] for i in order[start : start + batch_size]], padding=True, return_tensors="pt"
         )
         out = encoder(**inputs)
-        mask = inputs["attention_mask"].unsqueeze(-1).float()  # (B, T, 1): 0 at padding
-        mean = (out.last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1)  # (B, C)
+        real = inputs["attention_mask"].unsqueeze(-1).float()  # (B, T, 1): 0 at padding
+        mean = (out.last_hidden_state * real).sum(dim=1) / real.sum(dim=1)  # (B, C)
         pooled.append(out.pooler_output)
         means.append(F.normalize(mean, dim=-1))
     back = torch.tensor(order).argsort()  # from length order back to the order of texts

@@ -7,7 +7,7 @@ Every play and poem of the corpus is training text except one, the held-out play
 WordPiece (30,522 tokens), taken as it is: no tokenizer is trained. Each training
 example is a pair of text segments cut from one document (a play or a poem): half
 the time the second segment is the text that really follows the first, half the
-time it is text from another document; 15 % of its tokens are then chosen for the
+time it is text from another document; 15 % of its tokens are then picked for the
 masked-language-model task, drawn afresh every time an example is made.
 
 The run is seeded: the same settings give the same weights on the same machine
@@ -70,20 +70,20 @@ def mask_tokens(
 ):
     """BERT's masking recipe; returns (inputs, labels), both (B, T) like `input_ids`.
 
-    Each ordinary token is chosen with probability 15 %; a chosen token becomes [MASK]
+    Each ordinary token is picked with probability 15 %; a picked token becomes [MASK]
     80 % of the time, a uniformly random token 10 % of the time, and stays as it is
-    the other 10 %. Labels hold the original id at chosen positions and -100 (the
+    the other 10 %. Labels hold the original id at picked positions and -100 (the
     value cross-entropy ignores) everywhere else.
     """
     probability = torch.full(input_ids.shape, mlm_probability)  # (B, T)
     probability.masked_fill_(special_tokens_mask, 0.0)  # never [CLS], [SEP] or [PAD]
-    chosen = torch.bernoulli(probability, generator=generator).bool()  # (B, T)
-    labels = input_ids.masked_fill(~chosen, -100)  # (B, T)
+    picked = torch.bernoulli(probability, generator=generator).bool()  # (B, T)
+    labels = input_ids.masked_fill(~picked, -100)  # (B, T)
     fate = torch.rand(input_ids.shape, generator=generator)  # (B, T): one draw per token
     random_ids = torch.randint(vocab_size, input_ids.shape, generator=generator)  # (B, T)
     inputs = input_ids.clone()
-    inputs[chosen & (fate < 0.8)] = mask_token_id
-    to_random = chosen & (fate >= 0.8) & (fate < 0.9)
+    inputs[picked & (fate < 0.8)] = mask_token_id
+    to_random = picked & (fate >= 0.8) & (fate < 0.9)
     inputs[to_random] = random_ids[to_random]
     return inputs, labels
 
@@ -147,9 +147,9 @@ def pretraining_batch(documents, tokenizer, batch_size, max_length, generator, s
         ]
         input_ids[row, : len(ids)] = torch.tensor(ids)
         token_type_ids[row, len(first) + 2 : len(ids)] = 1  # segment B and its [SEP]
-    special = torch.isin(input_ids, torch.tensor(tokenizer.all_special_ids))  # (B, T)
+    special_tokens_mask = torch.isin(input_ids, torch.tensor(tokenizer.all_special_ids))  # (B, T)
     inputs, labels = mask_tokens(
-        input_ids, special, len(tokenizer), tokenizer.mask_token_id, generator
+        input_ids, special_tokens_mask, len(tokenizer), tokenizer.mask_token_id, generator
     )
     return {
         "input_ids": inputs,  # (B, T)
@@ -228,7 +228,7 @@ def shakespeare_config(tokenizer, settings):
 def pretraining_loss(model, batch):
     """(MLM loss, NSP loss), each a mean cross-entropy, as BertForPreTraining's loss adds them.
 
-    The MLM head runs only on the chosen positions, about 15 % of the tokens, rather
+    The MLM head runs only on the picked positions, about 15 % of the tokens, rather
     than on all B × T: its decoder to 30,522 logits is the costliest matrix product of
     this small model, and the others' logits would be thrown away.
     """
@@ -237,10 +237,10 @@ def pretraining_loss(model, batch):
         token_type_ids=batch["token_type_ids"],
         attention_mask=batch["attention_mask"],
     )
-    chosen = batch["labels"] != -100  # (B, T)
-    mlm_logits = model.cls.predictions(encoded.last_hidden_state[chosen])  # (M, V)
+    picked = batch["labels"] != -100  # (B, T)
+    mlm_logits = model.cls.predictions(encoded.last_hidden_state[picked])  # (M, V)
     nsp_logits = model.cls.seq_relationship(encoded.pooler_output)  # (B, 2)
-    mlm = F.cross_entropy(mlm_logits.float(), batch["labels"][chosen])
+    mlm = F.cross_entropy(mlm_logits.float(), batch["labels"][picked])
     nsp = F.cross_entropy(nsp_logits.float(), batch["next_sentence_label"])
     return mlm, nsp
 
@@ -259,14 +259,14 @@ def word_tokens(tokenizer):
 
 @torch.no_grad()
 def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, seed=0, source=None):
-    """MLM top-1 and top-5 accuracy over the chosen tokens (and top-1 over the word tokens
+    """MLM top-1 and top-5 accuracy over the picked tokens (and top-1 over the word tokens
     among them), and NSP accuracy over the pairs, over all and for each class, on `pairs`
     examples drawn (seeded) from `documents`, each segment A from document number `source`
     if it is given."""
     generator = torch.Generator().manual_seed(seed)
     is_word = word_tokens(tokenizer)  # (V,)
     mlm_keys = ["mlm_top1", "mlm_top5", "masked", "word_top1", "words"]
-    at_mask_keys = ["hidden_top1", "hidden", "hidden_word_top1", "hidden_words"]
+    at_mask_keys = ["at_mask_top1", "at_mask", "at_mask_word_top1", "at_mask_words"]
     counts = dict.fromkeys([*mlm_keys, "nsp", "nsp_next", "next", *at_mask_keys], 0)
     for start in range(0, pairs, batch_size):
         size = min(batch_size, pairs - start)
@@ -278,9 +278,9 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
             token_type_ids=batch["token_type_ids"],
             attention_mask=batch["attention_mask"],
         )
-        chosen = batch["labels"] != -100  # (B, T)
-        targets = batch["labels"][chosen]  # (M,)
-        top5 = model.cls.predictions(encoded.last_hidden_state[chosen]).topk(5).indices  # (M, 5)
+        picked = batch["labels"] != -100  # (B, T)
+        targets = batch["labels"][picked]  # (M,)
+        top5 = model.cls.predictions(encoded.last_hidden_state[picked]).topk(5).indices  # (M, 5)
         nsp_logits = model.cls.seq_relationship(encoded.pooler_output)  # (B, 2)
         right = top5[:, 0] == targets  # (M,)
         words = is_word[targets]  # (M,)
@@ -289,13 +289,13 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         counts["masked"] += len(targets)
         counts["word_top1"] += right[words].sum().item()
         counts["words"] += words.sum().item()
-        # the chosen tokens the input shows as [MASK]: the others are a random token or the
+        # the picked tokens the input shows as [MASK]: the others are a random token or the
         # answer itself, left in place
-        hidden = batch["input_ids"][chosen] == tokenizer.mask_token_id  # (M,)
-        counts["hidden_top1"] += right[hidden].sum().item()
-        counts["hidden"] += hidden.sum().item()
-        counts["hidden_word_top1"] += right[hidden & words].sum().item()
-        counts["hidden_words"] += (hidden & words).sum().item()
+        at_mask = batch["input_ids"][picked] == tokenizer.mask_token_id  # (M,)
+        counts["at_mask_top1"] += right[at_mask].sum().item()
+        counts["at_mask"] += at_mask.sum().item()
+        counts["at_mask_word_top1"] += right[at_mask & words].sum().item()
+        counts["at_mask_words"] += (at_mask & words).sum().item()
         nsp_right = nsp_logits.argmax(-1) == batch["next_sentence_label"]  # (B,)
         is_next = batch["next_sentence_label"] == 0  # (B,): label 0, B follows A
         counts["nsp"] += nsp_right.sum().item()
@@ -307,8 +307,8 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         "mlm_top1_words": counts["word_top1"] / counts["words"],
         "mlm_top1_other": (counts["mlm_top1"] - counts["word_top1"])
         / (counts["masked"] - counts["words"]),
-        "mlm_top1_at_mask": counts["hidden_top1"] / counts["hidden"],
-        "mlm_top1_words_at_mask": counts["hidden_word_top1"] / counts["hidden_words"],
+        "mlm_top1_at_mask": counts["at_mask_top1"] / counts["at_mask"],
+        "mlm_top1_words_at_mask": counts["at_mask_word_top1"] / counts["at_mask_words"],
         "nsp_accuracy": counts["nsp"] / pairs,
         "next_pairs": counts["next"],
         "nsp_is_next": counts["nsp_next"] / counts["next"],  # on the pairs where B follows A
@@ -323,10 +323,12 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
 
 
 # --8<-- [start:mlm_head]
-def mlm_head(model, hidden):
-    """BERT's MLM head by hand: final hidden vectors (..., C) to word scores (..., V)."""
+def mlm_head(model, last_hidden_state):
+    """BERT's MLM head by hand: last hidden state vectors (..., C) to word scores (..., V)."""
     head = model.cls.predictions
-    transformed = F.linear(hidden, head.transform.dense.weight, head.transform.dense.bias)
+    transformed = F.linear(
+        last_hidden_state, head.transform.dense.weight, head.transform.dense.bias
+    )  # (..., C)
     transformed = F.gelu(transformed)  # the config's hidden_act, "gelu": the exact erf form
     norm = head.transform.LayerNorm
     transformed = F.layer_norm(
@@ -340,9 +342,9 @@ def mlm_head(model, hidden):
 def fill_mask(model, tokenizer, text, top_k=5):
     """For each [MASK] of `text`, in order: its `top_k` guesses as (token, probability)."""
     inputs = tokenizer(text, return_tensors="pt")
-    hidden = model.bert(**inputs).last_hidden_state[0]  # (T, C)
+    last_hidden_state = model.bert(**inputs).last_hidden_state[0]  # (T, C)
     where = inputs["input_ids"][0] == tokenizer.mask_token_id  # (T,)
-    probabilities = mlm_head(model, hidden[where]).softmax(dim=-1)  # (M, V)
+    probabilities = mlm_head(model, last_hidden_state[where]).softmax(dim=-1)  # (M, V)
     best = probabilities.topk(top_k)  # values and indices, (M, top_k) each
     return [
         [(tokenizer.decode([i]), p) for i, p in zip(ids.tolist(), ps.tolist(), strict=True)]

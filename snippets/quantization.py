@@ -39,11 +39,11 @@ def round_half_away(x):
 # --8<-- [start:q8_0]
 def dequantize_q8_0(raw, shape):
     """GGUF's Q8_0: blocks of 32 weights, each 34 bytes: a float16 scale d, then 32 int8
-    values q. Weight = d · q. raw: the tensor's bytes, uint8 (n_blocks * 34,)."""
-    blocks = raw.view(-1, 34)  # (n_blocks, 34)
-    scale = blocks[:, :2].contiguous().view(torch.float16).float()  # (n_blocks, 1)
-    values = blocks[:, 2:].contiguous().view(torch.int8).float()  # (n_blocks, 32)
-    return (values * scale).view(shape)
+    values q. Weight = d · q. raw: the tensor's bytes, uint8 (n * 34,) for n blocks."""
+    blocks = raw.view(-1, 34)  # (n, 34)
+    d = blocks[:, :2].contiguous().view(torch.float16).float()  # (n, 1)
+    q = blocks[:, 2:].contiguous().view(torch.int8).float()  # (n, 32)
+    return (q * d).view(shape)
 
 
 # --8<-- [end:q8_0]
@@ -51,13 +51,13 @@ def dequantize_q8_0(raw, shape):
 
 # --8<-- [start:quantize_q8_0]
 def quantize_q8_0(weight):
-    """weight (rows, cols), cols a multiple of 32 -> the Q8_0 bytes, uint8."""
+    """weight (out, in), with in a multiple of 32 -> the Q8_0 bytes, uint8 (n * 34,)."""
     assert weight.shape[-1] % 32 == 0, "blocks of 32 weights of one row"
-    blocks = weight.float().reshape(-1, 32)  # (n_blocks, 32): along each row
-    scale = blocks.abs().amax(dim=1, keepdim=True) / 127  # (n_blocks, 1), float32
-    inverse = torch.where(scale == 0, 0.0, 1 / scale)
-    values = round_half_away(blocks * inverse).to(torch.int8)  # (n_blocks, 32)
-    stored = [scale.half().view(torch.uint8), values.view(torch.uint8)]  # 2 + 32 bytes
+    blocks = weight.float().reshape(-1, 32)  # (n, 32): along each row
+    d = blocks.abs().amax(dim=1, keepdim=True) / 127  # (n, 1), float32
+    inverse = torch.where(d == 0, 0.0, 1 / d)
+    q = round_half_away(blocks * inverse).to(torch.int8)  # (n, 32)
+    stored = [d.half().view(torch.uint8), q.view(torch.uint8)]  # 2 + 32 bytes
     return torch.cat(stored, dim=1).flatten()
 
 
@@ -68,13 +68,14 @@ def quantize_q8_0(weight):
 def dequantize_q4_1(raw, shape):
     """GGUF's Q4_1: blocks of 32 weights, each 20 bytes: a float16 scale d, a float16
     minimum m, then 16 bytes holding 32 values q from 0 to 15, two per byte: the low
-    4 bits of byte i are weight i, the high 4 bits weight 16 + i. Weight = d · q + m."""
-    blocks = raw.view(-1, 20)  # (n_blocks, 20)
-    scale = blocks[:, 0:2].contiguous().view(torch.float16).float()  # (n_blocks, 1)
-    minimum = blocks[:, 2:4].contiguous().view(torch.float16).float()  # (n_blocks, 1)
-    packed = blocks[:, 4:]  # (n_blocks, 16)
-    values = torch.cat([packed & 0x0F, packed >> 4], dim=1).float()  # (n_blocks, 32)
-    return (values * scale + minimum).view(shape)
+    4 bits of byte i are weight i, the high 4 bits weight 16 + i. Weight = d · q + m.
+    raw: uint8 (n * 20,) for n blocks."""
+    blocks = raw.view(-1, 20)  # (n, 20)
+    d = blocks[:, 0:2].contiguous().view(torch.float16).float()  # (n, 1)
+    m = blocks[:, 2:4].contiguous().view(torch.float16).float()  # (n, 1)
+    packed = blocks[:, 4:]  # (n, 16)
+    q = torch.cat([packed & 0x0F, packed >> 4], dim=1).float()  # (n, 32)
+    return (q * d + m).view(shape)
 
 
 # --8<-- [end:q4_1]
@@ -82,15 +83,15 @@ def dequantize_q4_1(raw, shape):
 
 # --8<-- [start:quantize_q4_1]
 def quantize_q4_1(weight):
-    """weight (rows, cols), cols a multiple of 32 -> the Q4_1 bytes, uint8."""
+    """weight (out, in), with in a multiple of 32 -> the Q4_1 bytes, uint8 (n * 20,)."""
     assert weight.shape[-1] % 32 == 0, "blocks of 32 weights of one row"
-    blocks = weight.float().reshape(-1, 32)  # (n_blocks, 32)
-    low = blocks.amin(dim=1, keepdim=True)  # (n_blocks, 1)
-    scale = (blocks.amax(dim=1, keepdim=True) - low) / 15  # 16 levels: 0 to 15
-    inverse = torch.where(scale == 0, 0.0, 1 / scale)
-    values = torch.trunc((blocks - low) * inverse + 0.5).clamp(0, 15).to(torch.uint8)
-    packed = values[:, :16] | (values[:, 16:] << 4)  # (n_blocks, 16)
-    stored = [scale.half().view(torch.uint8), low.half().view(torch.uint8), packed]
+    blocks = weight.float().reshape(-1, 32)  # (n, 32)
+    m = blocks.amin(dim=1, keepdim=True)  # (n, 1), float32
+    d = (blocks.amax(dim=1, keepdim=True) - m) / 15  # 16 levels: 0 to 15
+    inverse = torch.where(d == 0, 0.0, 1 / d)
+    q = torch.trunc((blocks - m) * inverse + 0.5).clamp(0, 15).to(torch.uint8)  # (n, 32)
+    packed = q[:, :16] | (q[:, 16:] << 4)  # (n, 16)
+    stored = [d.half().view(torch.uint8), m.half().view(torch.uint8), packed]
     return torch.cat(stored, dim=1).flatten()
 
 
@@ -119,9 +120,9 @@ def dequantize_q4_k(raw, shape):
     dmin = blocks[:, 2:4].contiguous().view(torch.float16).float()  # (n, 1)
     scales, mins = unpack_six_bits(blocks[:, 4:16])  # (n, 8) each
     packed = blocks[:, 16:].reshape(-1, 4, 1, 32)  # (n, 4, 1, 32)
-    values = torch.cat([packed & 0x0F, packed >> 4], dim=2).reshape(-1, 8, 32)  # (n, 8, 32)
+    q = torch.cat([packed & 0x0F, packed >> 4], dim=2).reshape(-1, 8, 32)  # (n, 8, 32)
     step, offset = (d * scales)[:, :, None], (dmin * mins)[:, :, None]  # (n, 8, 1) each
-    return (step * values - offset).view(shape)
+    return (step * q - offset).view(shape)
 
 
 # --8<-- [end:q4_k]
@@ -139,10 +140,10 @@ def dequantize_q6_k(raw, shape):
     low = torch.cat([low & 0x0F, low >> 4], dim=2).reshape(-1, 2, 4, 32)  # (n, half, 4, 32)
     high = blocks[:, 128:192].reshape(-1, 2, 1, 32)  # (n, half, 1, 32)
     high = torch.cat([(high >> shift) & 3 for shift in (0, 2, 4, 6)], dim=2)  # (n, half, 4, 32)
-    values = ((low | (high << 4)).float() - 32).reshape(-1, 16, 16)  # (n, 16, 16)
+    q = ((low | (high << 4)).float() - 32).reshape(-1, 16, 16)  # (n, 16, 16)
     scales = blocks[:, 192:208].contiguous().view(torch.int8).float()  # (n, 16)
     d = blocks[:, 208:210].contiguous().view(torch.float16).float()  # (n, 1)
-    return ((d * scales)[:, :, None] * values).view(shape)
+    return ((d * scales)[:, :, None] * q).view(shape)
 
 
 # --8<-- [end:q6_k]
@@ -154,10 +155,11 @@ def inverse(x):
 
 
 def quantize_q4_k(weight):
-    """weight (rows, cols), cols a multiple of 256 -> Q4_K bytes, uint8. Each sub-block of
-    32 as Q4_1's writer does, its range over 16 levels, but from a minimum of at most 0
-    (stored as dmin · min, min ≥ 0); then the 8 scales and 8 minimums of a super-block
-    rounded to 6 bits against their largest, and the values against the rounded ones."""
+    """weight (out, in), with in a multiple of 256 -> Q4_K bytes, uint8 (n * 144,) for n
+    super-blocks. Each sub-block of 32 as Q4_1's writer does, its range over 16 levels,
+    but from a minimum of at most 0 (stored as dmin · min, min ≥ 0); then the 8 scales
+    and 8 minimums of a super-block rounded to 6 bits against their largest, and the
+    values against the rounded ones."""
     assert weight.shape[-1] % 256 == 0, "super-blocks of 256 weights of one row"
     blocks = weight.float().reshape(-1, 8, 32)  # (n, 8, 32)
     low = blocks.amin(dim=2).clamp(max=0)  # (n, 8)
@@ -167,9 +169,9 @@ def quantize_q4_k(weight):
     scales = round_half_away(scale * inverse(d.float())).clamp(0, 63)  # (n, 8)
     mins = round_half_away(-low * inverse(dmin.float())).clamp(0, 63)  # (n, 8)
     step, offset = d.float() * scales, dmin.float() * mins  # (n, 8) each
-    values = round_half_away((blocks + offset[..., None]) * inverse(step)[..., None])
-    values = values.clamp(0, 15).to(torch.uint8).reshape(-1, 4, 2, 32)  # (n, 4, 2, 32)
-    packed = (values[:, :, 0] | (values[:, :, 1] << 4)).reshape(-1, 128)  # (n, 128)
+    q = round_half_away((blocks + offset[..., None]) * inverse(step)[..., None])
+    q = q.clamp(0, 15).to(torch.uint8).reshape(-1, 4, 2, 32)  # (n, 4, 2, 32)
+    packed = (q[:, :, 0] | (q[:, :, 1] << 4)).reshape(-1, 128)  # (n, 128)
     scales, mins = scales.to(torch.uint8), mins.to(torch.uint8)  # (n, 8) each
     six_bits = [
         scales[:, :4] | ((scales[:, 4:] >> 4) << 6),
@@ -181,18 +183,19 @@ def quantize_q4_k(weight):
 
 
 def quantize_q6_k(weight):
-    """weight (rows, cols), cols a multiple of 256 -> Q6_K bytes, uint8. Each sub-block of
-    16 with its largest |weight| at ±31, as Q8_0's writer does at ±127; then the 16
-    scales rounded to 0...127 against their largest, and the values against those."""
+    """weight (out, in), with in a multiple of 256 -> Q6_K bytes, uint8 (n * 210,) for n
+    super-blocks. Each sub-block of 16 with its largest |weight| at ±31, as Q8_0's writer
+    does at ±127; then the 16 scales rounded to 0...127 against their largest, and the
+    values against those."""
     assert weight.shape[-1] % 256 == 0, "super-blocks of 256 weights of one row"
     blocks = weight.float().reshape(-1, 16, 16)  # (n, 16, 16)
     scale = blocks.abs().amax(dim=2) / 31  # (n, 16)
     d = (scale.amax(dim=1, keepdim=True) / 127).half()  # (n, 1)
     scales = round_half_away(scale * inverse(d.float())).clamp(0, 127)  # (n, 16)
     step = d.float() * scales  # (n, 16)
-    values = round_half_away(blocks * inverse(step)[..., None]).clamp(-32, 31) + 32
-    values = values.to(torch.uint8).reshape(-1, 2, 4, 32)  # (n, half, 4, 32)
-    low, high = values & 0x0F, values >> 4
+    q = round_half_away(blocks * inverse(step)[..., None]).clamp(-32, 31) + 32
+    q = q.to(torch.uint8).reshape(-1, 2, 4, 32)  # (n, half, 4, 32)
+    low, high = q & 0x0F, q >> 4
     low = torch.cat([low[:, :, 0] | (low[:, :, 2] << 4), low[:, :, 1] | (low[:, :, 3] << 4)], 2)
     high = high[:, :, 0] | (high[:, :, 1] << 2) | (high[:, :, 2] << 4) | (high[:, :, 3] << 6)
     stored = [

@@ -39,8 +39,8 @@ def embed(model, tokenizer, sentences, batch_size=32, pool=mean_pool):
         inputs = tokenizer(
             batch, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
         ).to(model.device)
-        hidden = model(**inputs).last_hidden_state  # (B, T, C)
-        rows.append(pool(hidden, inputs["attention_mask"]))  # (B, C), or (B, K, C)
+        last_hidden_state = model(**inputs).last_hidden_state  # (B, T, C)
+        rows.append(pool(last_hidden_state, inputs["attention_mask"]))  # (B, C), or (B, K, C)
     back = torch.tensor(order).argsort()  # (N,): back to the order given
     return F.normalize(torch.cat(rows)[back], dim=-1)  # (N, C), or (N, K, C)
 

@@ -12,7 +12,7 @@ docs/efficient/speculative-decoding.md includes the sections marked below;
 tests/test_efficient_speculative_decoding.py proves the loop equal to the target's greedy
 decoding and to `model.generate(assistant_model=...)`, and tests the rule's tokens against
 the target's distribution. Shapes: the batch is one sequence;
-n tokens so far, k proposals per round, a of them accepted, V vocabulary size.
+n tokens so far, k guesses per round, a of them accepted, V vocabulary size.
 """
 
 import copy
@@ -22,16 +22,16 @@ from transformers import DynamicCache, GPT2LMHeadModel
 
 
 # --8<-- [start:draft]
-def early_exit_draft(target, n_layer):
-    """A GPT2LMHeadModel of the target's first `n_layer` blocks, then the target's final
+def early_exit_draft(target, L):
+    """A GPT2LMHeadModel of the target's first L blocks, then the target's final
     LayerNorm ln_f and its head (tied to wte): every tensor a copy of the target's."""
     config = copy.deepcopy(target.config)
-    config.n_layer = n_layer
+    config.n_layer = L
     draft = GPT2LMHeadModel(config).eval()  # eval: no dropout, as from_pretrained gives
-    kept = {  # blocks h.0 .. h.(n_layer - 1); wte, wpe, ln_f and the head as they are
+    kept = {  # blocks h.0 .. h.(L - 1); wte, wpe, ln_f and the head as they are
         name: tensor
         for name, tensor in target.state_dict().items()
-        if not name.startswith("transformer.h.") or int(name.split(".")[2]) < n_layer
+        if not name.startswith("transformer.h.") or int(name.split(".")[2]) < L
     }
     draft.load_state_dict(kept)  # strict: every tensor of the draft comes from the target
     return draft
@@ -64,12 +64,12 @@ def propose(draft, ids, cache, k):
     """k greedy tokens of the draft after ids (1, n), as (1, k). The cache holds the draft's
     keys and values of the first cache.get_seq_length() tokens of ids; it runs the rest."""
     new = ids[:, cache.get_seq_length() :]  # (1, n - cached): usually 1 or 2 tokens
-    proposals = [ids[:, :0]]  # (1, 0): none yet
+    guesses = [ids[:, :0]]  # (1, 0): none yet
     for _ in range(k):
         logits = draft(new, past_key_values=cache, use_cache=True).logits  # (1, len(new), V)
         new = logits[:, -1:].argmax(dim=-1)  # (1, 1)
-        proposals.append(new)
-    return torch.cat(proposals, dim=1)  # (1, k); the cache now holds n + k - 1 tokens
+        guesses.append(new)
+    return torch.cat(guesses, dim=1)  # (1, k); the cache now holds n + k - 1 tokens
 
 
 # --8<-- [end:propose]

@@ -15,54 +15,56 @@ import torch
 def online_softmax(scores, block_size):
     """softmax over the last dimension of scores (..., S), reading it `block_size` columns
     at a time and keeping only two numbers per row between blocks: the largest score so
-    far, and the sum of exp(score - that largest score) so far."""
-    running_max = torch.full(scores.shape[:-1], -math.inf)  # (...,)
-    running_sum = torch.zeros(scores.shape[:-1])  # (...,)
+    far, m (row_max), and the sum so far of exp(score - m), ℓ (row_sum)."""
+    row_max = torch.full(scores.shape[:-1], -math.inf)  # (...,): m
+    row_sum = torch.zeros(scores.shape[:-1])  # (...,): ℓ
     for start in range(0, scores.size(-1), block_size):
         block = scores[..., start : start + block_size]  # (..., block)
-        new_max = torch.maximum(running_max, block.amax(dim=-1))  # (...,)
+        new_row_max = torch.maximum(row_max, block.amax(dim=-1))  # (...,): m'
         # a row that has seen only -inf so far: subtract 0, as -inf - (-inf) is NaN
-        shift = torch.where(new_max == -math.inf, 0.0, new_max)  # (...,)
+        shift = torch.where(new_row_max == -math.inf, 0.0, new_row_max)  # (...,)
         # the sum so far was taken against the old maximum: rescale it to the new one
-        running_sum = running_sum * torch.exp(running_max - shift)
-        running_sum = running_sum + torch.exp(block - shift[..., None]).sum(dim=-1)
-        running_max = new_max
+        row_sum = row_sum * torch.exp(row_max - shift)
+        row_sum = row_sum + torch.exp(block - shift[..., None]).sum(dim=-1)
+        row_max = new_row_max
     # a second pass only to write the probabilities out; attention never needs them
-    return torch.exp(scores - running_max[..., None]) / running_sum[..., None]
+    return torch.exp(scores - row_max[..., None]) / row_sum[..., None]
 
 
 # --8<-- [end:online_softmax]
 
 
 # --8<-- [start:tiled]
-def hidden_keys(causal, key_padding, t0, tq, s0, ts):
+def hidden_keys(is_causal, key_padding_mask, t0, tq, s0, ts):
     """Where the (tq, ts) tile of scores of queries t0.. and keys s0.. is hidden, as a
     mask that broadcasts to (B, H, tq, ts), or None where nothing is: only diagonal
-    tiles (causal) and tiles with padding are masked."""
+    tiles (is_causal) and tiles with padding are masked."""
     hidden = None
-    if causal and s0 + ts - 1 > t0:  # a key of this tile lies after a query
+    if is_causal and s0 + ts - 1 > t0:  # a key of this tile lies after a query
         cols, rows = torch.arange(s0, s0 + ts), torch.arange(t0, t0 + tq)
         hidden = cols[None, :] > rows[:, None]  # (tq, ts)
-    if key_padding is not None:
-        padded = key_padding[:, None, None, s0 : s0 + ts]  # (B, 1, 1, ts)
+    if key_padding_mask is not None:
+        padded = key_padding_mask[:, None, None, s0 : s0 + ts]  # (B, 1, 1, ts)
         hidden = padded if hidden is None else hidden | padded
     return hidden
 
 
-def tiled_attention(q, k, v, causal=False, key_padding=None, tile=256, return_lse=False):
+def tiled_attention(q, k, v, is_causal=False, key_padding_mask=None, tile=256, return_lse=False):
     """softmax(q kᵀ / √D) v for q (B, H, T, D), k and v (B, H, S, D), one (tile × tile)
     block of scores at a time: the (T, S) matrix of scores is never built. Inputs in
     float32 or float64, or in bfloat16 or float16 with float32 sums; the output has the
     inputs' dtype.
 
-    causal: query t sees keys 0..t (T == S). key_padding: (B, S) bool, True at padding.
-    A query that may see no key gets a zero output, as F.scaled_dot_product_attention.
+    is_causal: query t sees keys 0..t (T == S), as F.scaled_dot_product_attention's
+    is_causal. key_padding_mask: (B, S) bool, True at padding, a key to ignore, as
+    nn.MultiheadAttention's. A query that may see no key gets a zero output, as in
+    F.scaled_dot_product_attention.
     return_lse: also return each query's log-sum-exp m + log ℓ, (B, H, T), +inf for a
     query that sees no key: all the backward pass keeps of the weights.
     """
     T, D = q.shape[-2:]  # q: (B, H, T, D)
     S = k.size(2)
-    assert not causal or T == S, "causal: as many queries as keys"
+    assert not is_causal or T == S, "is_causal: as many queries as keys"
     dtype = torch.promote_types(q.dtype, torch.float32)  # of the sums: float32 at least
     out = torch.zeros_like(q)  # (B, H, T, D), in the inputs' dtype
     lse = q.new_zeros(q.shape[:-1], dtype=dtype) if return_lse else None  # (B, H, T)
@@ -70,31 +72,31 @@ def tiled_attention(q, k, v, causal=False, key_padding=None, tile=256, return_ls
     for t0 in range(0, T, tile):
         q_tile = q[:, :, t0 : t0 + tile] / math.sqrt(D)  # (B, H, tq, D)
         tq = q_tile.size(2)
-        best = q.new_full(q_tile.shape[:-1], -math.inf)  # (B, H, tq): largest score
-        total = q.new_zeros(q_tile.shape[:-1])  # (B, H, tq): sum of exp(score - best)
-        acc = torch.zeros_like(q_tile)  # (B, H, tq, D): sum of exp(score - best) · v
-        # causal: the tiles right of the diagonal hold no key these queries may see
-        stop = min(S, t0 + tq) if causal else S
+        row_max = q.new_full(q_tile.shape[:-1], -math.inf)  # (B, H, tq): m
+        row_sum = q.new_zeros(q_tile.shape[:-1])  # (B, H, tq): ℓ, sum of exp(score - m)
+        acc = torch.zeros_like(q_tile)  # (B, H, tq, D): sum of exp(score - m) · v
+        # is_causal: the tiles right of the diagonal hold no key these queries may see
+        stop = min(S, t0 + tq) if is_causal else S
         for s0 in range(0, stop, tile):
             k_tile = k[:, :, s0 : s0 + tile]  # (B, H, ts, D)
             v_tile = v[:, :, s0 : s0 + tile]  # (B, H, ts, D)
             scores = q_tile @ k_tile.transpose(-2, -1)  # (B, H, tq, ts): this tile only
-            hidden = hidden_keys(causal, key_padding, t0, tq, s0, k_tile.size(2))
+            hidden = hidden_keys(is_causal, key_padding_mask, t0, tq, s0, k_tile.size(2))
             if hidden is not None:
                 scores = scores.masked_fill(hidden, -math.inf)
-            new_best = torch.maximum(best, scores.amax(dim=-1))  # (B, H, tq)
-            # a row with no key seen yet has best -inf: subtract 0, not -inf (NaN)
-            shift = torch.where(new_best == -math.inf, 0.0, new_best)
+            new_row_max = torch.maximum(row_max, scores.amax(dim=-1))  # (B, H, tq): m'
+            # a row with no key seen yet has row_max -inf: subtract 0, not -inf (NaN)
+            shift = torch.where(new_row_max == -math.inf, 0.0, new_row_max)
             weights = torch.exp(scores - shift[..., None])  # (B, H, tq, ts); 0 if hidden
-            rescale = torch.exp(best - shift)  # (B, H, tq): old sums to the new maximum
-            total = total * rescale + weights.sum(dim=-1)
+            rescale = torch.exp(row_max - shift)  # (B, H, tq): old sums to the new maximum
+            row_sum = row_sum * rescale + weights.sum(dim=-1)
             acc = acc * rescale[..., None] + weights @ v_tile
-            best = new_best
-        # a row that saw no key has total 0 and acc 0: its output stays 0
-        tiny = torch.finfo(total.dtype).tiny
-        out[:, :, t0 : t0 + tile] = acc / total.clamp(min=tiny)[..., None]
+            row_max = new_row_max
+        # a row that saw no key has row_sum 0 and acc 0: its output stays 0
+        tiny = torch.finfo(row_sum.dtype).tiny
+        out[:, :, t0 : t0 + tile] = acc / row_sum.clamp(min=tiny)[..., None]
         if return_lse:
-            lse[:, :, t0 : t0 + tile] = torch.where(total > 0, best + total.log(), math.inf)
+            lse[:, :, t0 : t0 + tile] = torch.where(row_sum > 0, row_max + row_sum.log(), math.inf)
     return (out, lse) if return_lse else out
 
 
@@ -117,13 +119,13 @@ class TiledAttention(torch.autograd.Function):
     forward pass keeps what FlashAttention-2 keeps, the output and each query's
     log-sum-exp L = m + log ℓ, and the backward pass recomputes each tile's weights from
     them. Inputs of any dtype tiled_attention takes, sums in float32 at least; first
-    derivatives only. TiledAttention.apply(q, k, v, causal, key_padding, tile)."""
+    derivatives only. TiledAttention.apply(q, k, v, is_causal, key_padding_mask, tile)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, causal=False, key_padding=None, tile=256):
-        out, lse = tiled_attention(q, k, v, causal, key_padding, tile, return_lse=True)
+    def forward(ctx, q, k, v, is_causal=False, key_padding_mask=None, tile=256):
+        out, lse = tiled_attention(q, k, v, is_causal, key_padding_mask, tile, return_lse=True)
         ctx.save_for_backward(q, k, v, out, lse)  # no (T, S) matrix among them
-        ctx.causal, ctx.key_padding, ctx.tile = causal, key_padding, tile
+        ctx.is_causal, ctx.key_padding_mask, ctx.tile = is_causal, key_padding_mask, tile
         return out
 
     @staticmethod
@@ -140,13 +142,13 @@ class TiledAttention(torch.autograd.Function):
             q_tile = q[:, :, t0 : t0 + tile] / math.sqrt(D)  # (B, H, tq, D), as forward
             tq = q_tile.size(2)
             rows = slice(t0, t0 + tq)
-            stop = min(S, t0 + tq) if ctx.causal else S
+            stop = min(S, t0 + tq) if ctx.is_causal else S
             for s0 in range(0, stop, tile):
                 k_tile, v_tile = k[:, :, s0 : s0 + tile], v[:, :, s0 : s0 + tile]
                 ts = k_tile.size(2)
                 cols = slice(s0, s0 + ts)
                 scores = q_tile @ k_tile.transpose(-2, -1)  # (B, H, tq, ts), again
-                hidden = hidden_keys(ctx.causal, ctx.key_padding, t0, tq, s0, ts)
+                hidden = hidden_keys(ctx.is_causal, ctx.key_padding_mask, t0, tq, s0, ts)
                 if hidden is not None:
                     scores = scores.masked_fill(hidden, -math.inf)
                 weights = torch.exp(scores - lse[:, :, rows, None])  # P, recomputed

@@ -5,6 +5,13 @@ tests/test_snippets_transformer.py proves each module equal to its torch.nn coun
 
 Shapes, everywhere: B batch, T query (target) positions, S key (source) positions,
 C = d_model, H heads, D = C // H head size, V vocabulary. In self-attention S = T.
+
+Masks, everywhere: bool, True where query t may attend to key s, as the bool attn_mask of
+F.scaled_dot_product_attention, whose name the attention function takes. torch.nn's modules
+mean the opposite, True = blocked (attn_mask, key_padding_mask, src_mask, tgt_mask, ...), so
+no other module here takes a mask name of its torch.nn counterpart: MultiHeadAttention takes
+`mask`, the layers and stacks `self_mask` and `cross_mask` (after the attention that reads
+each), the model `src_allowed` and `tgt_allowed` (after what each allows).
 """
 
 # --8<-- [start:model]
@@ -60,21 +67,22 @@ class Embeddings(nn.Module):
 
 
 # --8<-- [start:attention]
-def scaled_dot_product_attention(q, k, v, mask=None):
+def scaled_dot_product_attention(q, k, v, attn_mask=None):
     """softmax(q kᵀ / √D) v, for q (..., T, D), k (..., S, D), v (..., S, D).
 
-    mask: bool, True where query t may attend to key s, broadcastable to (..., T, S).
+    attn_mask: bool, True where query t may attend to key s, broadcastable to (..., T, S),
+    as F.scaled_dot_product_attention's bool attn_mask (a float one is not taken here).
     Returns the output (..., T, D) and the attention weights (..., T, S).
     """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., T, S)
-    if mask is not None:
+    if attn_mask is not None:
         # the lowest finite float: exp(min - max) is exactly 0, and never inf - inf = NaN
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        scores = scores.masked_fill(~attn_mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)  # (..., T, S): each row sums to 1
-    if mask is not None:
+    if attn_mask is not None:
         # a query that may attend to no key at all gets no weights, hence a zero output,
         # not an average over keys it must not see (as F.scaled_dot_product_attention)
-        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        weights = weights.masked_fill(~attn_mask.any(dim=-1, keepdim=True), 0.0)
     return weights @ v, weights  # (..., T, D), (..., T, S)
 
 
@@ -109,6 +117,8 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
 
     def forward(self, query, key, value, mask=None):  # (B, T, C), (B, S, C), (B, S, C)
+        # mask: True = may attend, as attn_mask above; nn.MultiheadAttention's attn_mask is
+        # True = blocked, so ours goes by another name
         B, T, C = query.shape
         S, H = key.size(1), self.num_heads
         q = self.q_proj(query).view(B, T, H, C // H).transpose(1, 2)  # (B, H, T, D)
@@ -154,10 +164,10 @@ class FeedForward(nn.Module):
 class LayerNorm(nn.Module):
     """Normalise each vector over its C features, then scale and shift them, feature by feature."""
 
-    def __init__(self, d, eps=1e-5):
+    def __init__(self, d_model, eps=1e-5):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(d))  # γ
-        self.bias = nn.Parameter(torch.zeros(d))  # β
+        self.weight = nn.Parameter(torch.ones(d_model))  # γ
+        self.bias = nn.Parameter(torch.zeros(d_model))  # β
         self.eps = eps
 
     def forward(self, x):  # (..., C) -> (..., C)
@@ -184,16 +194,16 @@ class EncoderLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)  # on each sublayer's output, before the sum
         self.norm_first = norm_first
 
-    def forward(self, x, mask=None):  # (B, T, C) -> (B, T, C)
+    def forward(self, x, self_mask=None):  # (B, T, C) -> (B, T, C)
         if self.norm_first:  # pre-norm: x + Sublayer(LayerNorm(x))
-            x = x + self._attend(self.norm1(x), mask)
+            x = x + self._attend(self.norm1(x), self_mask)
             return x + self.dropout(self.feed_forward(self.norm2(x)))
         # post-norm, as in the paper: LayerNorm(x + Sublayer(x))
-        x = self.norm1(x + self._attend(x, mask))
+        x = self.norm1(x + self._attend(x, self_mask))
         return self.norm2(x + self.dropout(self.feed_forward(x)))
 
-    def _attend(self, x, mask):
-        return self.dropout(self.self_attn(x, x, x, mask)[0])
+    def _attend(self, x, self_mask):
+        return self.dropout(self.self_attn(x, x, x, self_mask)[0])
 
     @classmethod
     def from_torch(cls, m: nn.TransformerEncoderLayer):
@@ -229,20 +239,20 @@ class DecoderLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None):  # (B, T, C), (B, S, C)
+    def forward(self, x, memory, self_mask=None, cross_mask=None):  # (B, T, C), (B, S, C)
         if self.norm_first:
             x = x + self._self_attend(self.norm1(x), self_mask)
-            x = x + self._cross_attend(self.norm2(x), memory, memory_mask)
+            x = x + self._cross_attend(self.norm2(x), memory, cross_mask)
             return x + self.dropout(self.feed_forward(self.norm3(x)))
         x = self.norm1(x + self._self_attend(x, self_mask))
-        x = self.norm2(x + self._cross_attend(x, memory, memory_mask))
+        x = self.norm2(x + self._cross_attend(x, memory, cross_mask))
         return self.norm3(x + self.dropout(self.feed_forward(x)))  # (B, T, C)
 
-    def _self_attend(self, x, mask):  # queries, keys and values: the target so far
-        return self.dropout(self.self_attn(x, x, x, mask)[0])
+    def _self_attend(self, x, self_mask):  # queries, keys and values: the target so far
+        return self.dropout(self.self_attn(x, x, x, self_mask)[0])
 
-    def _cross_attend(self, x, memory, mask):  # queries: the target; keys and values: the source
-        return self.dropout(self.cross_attn(x, memory, memory, mask)[0])
+    def _cross_attend(self, x, memory, cross_mask):  # queries: the target; keys, values: memory
+        return self.dropout(self.cross_attn(x, memory, memory, cross_mask)[0])
 
     @classmethod
     def from_torch(cls, m: nn.TransformerDecoderLayer):
@@ -292,9 +302,9 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(*args) for _ in range(c.num_encoder_layers))
         self.norm = LayerNorm(c.d_model, c.eps)
 
-    def forward(self, x, mask=None):  # (B, S, C) -> (B, S, C)
+    def forward(self, x, self_mask=None):  # (B, S, C) -> (B, S, C)
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, self_mask)
         return self.norm(x)
 
 
@@ -307,9 +317,9 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(*args) for _ in range(c.num_decoder_layers))
         self.norm = LayerNorm(c.d_model, c.eps)
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None):  # (B, T, C), (B, S, C)
+    def forward(self, x, memory, self_mask=None, cross_mask=None):  # (B, T, C), (B, S, C)
         for layer in self.layers:
-            x = layer(x, memory, self_mask, memory_mask)
+            x = layer(x, memory, self_mask, cross_mask)
         return self.norm(x)  # (B, T, C)
 
 
@@ -328,18 +338,19 @@ class Transformer(nn.Module):
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
 
-    def encode(self, src, src_mask):  # (B, S) -> memory (B, S, C)
-        return self.encoder(self.embed(src), src_mask)
+    def encode(self, src, src_allowed):  # (B, S) -> memory (B, S, C)
+        return self.encoder(self.embed(src), src_allowed)
 
-    def decode(self, tgt, memory, tgt_mask, memory_mask):  # (B, T), (B, S, C) -> (B, T, V)
-        x = self.decoder(self.embed(tgt), memory, tgt_mask, memory_mask)  # (B, T, C)
+    def decode(self, tgt, memory, tgt_allowed, src_allowed):  # (B, T), (B, S, C) -> (B, T, V)
+        x = self.decoder(self.embed(tgt), memory, tgt_allowed, src_allowed)  # (B, T, C)
         return F.linear(x, self.embed.token.weight)  # (B, T, C) @ (C, V): a score per token
 
     def forward(self, src, tgt):
-        src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
-        tgt_mask = padding_mask(tgt, self.config.pad_id) & causal_mask(tgt.size(1), tgt.device)
-        memory = self.encode(src, src_mask)  # (B, S, C)
-        return self.decode(tgt, memory, tgt_mask, src_mask)  # (B, T, V); tgt_mask (B, 1, T, T)
+        pad_id, T = self.config.pad_id, tgt.size(1)
+        src_allowed = padding_mask(src, pad_id)  # (B, 1, 1, S): the real source tokens
+        tgt_allowed = padding_mask(tgt, pad_id) & causal_mask(T, tgt.device)  # (B, 1, T, T)
+        memory = self.encode(src, src_allowed)  # (B, S, C)
+        return self.decode(tgt, memory, tgt_allowed, src_allowed)  # (B, T, V)
 
     @classmethod
     def from_torch(cls, m: nn.Transformer, **config):
@@ -405,8 +416,8 @@ class ReadsADetachedStream(EncoderLayer):
     residual additions only, not through the sublayers that read their output.
     """
 
-    def forward(self, x, mask=None):  # (B, T, C) -> (B, T, C)
-        x = x + self._attend(self.norm1(x.detach()), mask)
+    def forward(self, x, self_mask=None):  # (B, T, C) -> (B, T, C)
+        x = x + self._attend(self.norm1(x.detach()), self_mask)
         return x + self.dropout(self.feed_forward(self.norm2(x.detach())))
 
 

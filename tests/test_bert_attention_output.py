@@ -19,13 +19,13 @@ def test_warning_the_feed_forward_network_reads_this_blocks_output(prove, minilm
     the projection, the residual and LayerNorm), not the output of attention.self."""
     batch = tokenizer(BATCH, padding=True, return_tensors="pt")
     library = minilm(**batch, output_hidden_states=True)
-    mask = bh.padding_mask(batch["attention_mask"], torch.float32)
+    additive_mask = bh.additive_padding_mask(batch["attention_mask"], torch.float32)
     real = batch["attention_mask"].bool()
     H = minilm.config.num_attention_heads
     ours, targets = [], []
     for i, layer in enumerate(minilm.encoder.layer):
         x = library.hidden_states[i]
-        context, _ = bh.self_attention(layer.attention.self, x, mask, H)
+        context, _ = bh.self_attention(layer.attention.self, x, additive_mask, H)
         h = bh.attention_output(layer.attention.output, context, x)
         target = library.hidden_states[i + 1][real]
         ours.append(bh.feed_forward(layer, h)[real])

@@ -16,23 +16,25 @@ def test_warning_the_pooler_is_a_dense_layer_and_tanh_on_cls(prove, minilm, toke
     """docs/bert/pooler.md, warning "The pooler is a dense layer and tanh on
     `[CLS]`; there is no attention in it": it reads the [CLS] vector only."""
     batch = tokenizer(*PAIRS, padding=True, return_tensors="pt")
-    last = minilm(**batch).last_hidden_state
+    last_hidden_state = minilm(**batch).last_hidden_state
     assert sorted(name for name, _ in minilm.pooler.named_parameters()) == [
         "dense.bias",
         "dense.weight",
     ]
     torch.manual_seed(3)
-    noisy = last.clone()
+    noisy = last_hidden_state.clone()
     noisy[:, 1:] = 10 * torch.randn_like(noisy[:, 1:])
-    assert torch.equal(minilm.pooler(noisy), minilm.pooler(last))
-    assert torch.equal(bh.pool(minilm.pooler, noisy), bh.pool(minilm.pooler, last))
-    expected = torch.tanh(last[:, 0] @ minilm.pooler.dense.weight.T + minilm.pooler.dense.bias)
+    assert torch.equal(minilm.pooler(noisy), minilm.pooler(last_hidden_state))
+    assert torch.equal(bh.pool(minilm.pooler, noisy), bh.pool(minilm.pooler, last_hidden_state))
+    expected = torch.tanh(
+        last_hidden_state[:, 0] @ minilm.pooler.dense.weight.T + minilm.pooler.dense.bias
+    )
     prove(
         "BERT pooler by hand: dense layer and tanh on [CLS]",
         "`BertPooler`",
         "batch of 3 sentence pairs, MiniLM",
         expected,
-        minilm.pooler(last),
+        minilm.pooler(last_hidden_state),
         ATOL,
     )
 

@@ -62,7 +62,7 @@ def test_warning_scale_by_the_square_root_of_the_head_size(prove, minilm, tokeni
     assert not torch.allclose(wrong_scale, library.attentions[1], atol=ATOL)
     torch.manual_seed(4)
     fresh = torch.nn.Linear(C, C), torch.nn.Linear(C, C)
-    last = library.last_hidden_state
-    q, k = (bh.split_heads(bh.linear(last, m), H) for m in fresh)
+    last_hidden_state = library.last_hidden_state
+    q, k = (bh.split_heads(bh.linear(last_hidden_state, m), H) for m in fresh)
     random_probabilities = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(C // H), dim=-1)
     assert not torch.allclose(random_probabilities, library.attentions[1], atol=1e-2)

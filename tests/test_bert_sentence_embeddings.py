@@ -17,9 +17,9 @@ def test_warning_a_plain_mean_over_pad_depends_on_the_batch(prove, minilm, token
     batch": in a padded batch, the masked mean of each row equals that
     sentence's mean alone; the plain mean over every position does not, for padded rows."""
     batch = tokenizer(BATCH, padding=True, return_tensors="pt")
-    hidden = minilm(**batch).last_hidden_state  # (B, T, C)
-    masked = se.mean_pool(hidden, batch["attention_mask"])  # (B, C)
-    plain = hidden.mean(dim=1)  # (B, C)
+    last_hidden_state = minilm(**batch).last_hidden_state  # (B, T, C)
+    masked = se.mean_pool(last_hidden_state, batch["attention_mask"])  # (B, C)
+    plain = last_hidden_state.mean(dim=1)  # (B, C)
     padded = (batch["attention_mask"] == 0).any(dim=1)  # (B,)
     assert padded.any() and not padded.all()
     alones = []

@@ -29,8 +29,8 @@ def vocab(tokenizer):
 
 
 def test_reference_sentence(tokenizer):
-    ids = tokenizer("Hugging Face makes it easy to use Transformers.")["input_ids"]
-    assert ids == [101, 17662, 2227, 3084, 2009, 3733, 2000, 2224, 19081, 1012, 102]
+    input_ids = tokenizer("Hugging Face makes it easy to use Transformers.")["input_ids"]
+    assert input_ids == [101, 17662, 2227, 3084, 2009, 3733, 2000, 2224, 19081, 1012, 102]
 
 
 def test_wordpiece_by_hand_equals_library_on_random_text(tokenizer, vocab):
@@ -76,14 +76,14 @@ def test_warning_padding_true_pads_to_the_longest_in_the_batch(tokenizer, length
 def test_pairs_are_cls_a_sep_b_sep_with_token_types(tokenizer, strategy):
     first, second = "Who wrote Hamlet? " * 3, "Shakespeare did, around 1600. " * 20
     encoded = tokenizer(first, second, truncation=strategy, max_length=48)
-    ids, types = encoded["input_ids"], encoded["token_type_ids"]
-    assert len(ids) == 48
-    seps = [i for i, token in enumerate(ids) if token == tokenizer.sep_token_id]
-    assert ids[0] == tokenizer.cls_token_id
-    assert seps[-1] == len(ids) - 1 and len(seps) == 2
-    assert types == [0] * (seps[0] + 1) + [1] * (len(ids) - seps[0] - 1)
+    input_ids, token_type_ids = encoded["input_ids"], encoded["token_type_ids"]
+    assert len(input_ids) == 48
+    seps = [i for i, token in enumerate(input_ids) if token == tokenizer.sep_token_id]
+    assert input_ids[0] == tokenizer.cls_token_id
+    assert seps[-1] == len(input_ids) - 1 and len(seps) == 2
+    assert token_type_ids == [0] * (seps[0] + 1) + [1] * (len(input_ids) - seps[0] - 1)
     if strategy == "only_second":
-        assert ids[1 : seps[0]] == tokenizer(first, add_special_tokens=False)["input_ids"]
+        assert input_ids[1 : seps[0]] == tokenizer(first, add_special_tokens=False)["input_ids"]
 
 
 def test_offsets_point_at_the_original_characters(tokenizer):

@@ -17,7 +17,7 @@ import pytest
 from snippets.book import cpu_name
 from tests.plugins.report import NARROW_MARGIN, OVER_BUDGET
 from tests.plugins.selection import selected_configurations, selected_pages
-from tools import checks, timings
+from tools import checks, formatting, timings
 from tools.execute import BlockFailure, BlockSkipped, run_page
 from tools.exercises import exercises, is_variant
 from tools.exercises import problems as exercise_problems
@@ -104,6 +104,7 @@ def page_run(page, configuration):
 
 def test_page_follows_conventions(page):
     problems = page.problems + checks.nav_problems(page.path) + checks.link_problems(page.path)
+    problems += checks.front_matter_problems(page.path) + formatting.problems(page.path)
     problems += exercise_problems(page)
     problems += checks.image_problems(page.path, FIGURES)
     if problems:

@@ -83,13 +83,13 @@ def twins(base, r, alpha, targets, dropout=0.0):
 
 def test_a_lora_linear_starts_as_its_base_layer_and_counts_r_times_in_plus_out():
     torch.manual_seed(1)
-    for c_in, c_out, r in [(384, 384, 8), (384, 1536, 1), (7, 3, 16)]:
-        base_layer = torch.nn.Linear(c_in, c_out)
+    for C_in, C_out, r in [(384, 384, 8), (384, 1536, 1), (7, 3, 16)]:
+        base_layer = torch.nn.Linear(C_in, C_out)
         adapted = LoRALinear(base_layer, r=r, alpha=2 * r)
-        x = torch.randn(3, 5, c_in)
+        x = torch.randn(3, 5, C_in)
         assert torch.equal(adapted(x), base_layer(x))
         trainable = sum(p.numel() for p in adapted.parameters() if p.requires_grad)
-        assert trainable == r * (c_in + c_out)
+        assert trainable == r * (C_in + C_out)
         assert adapted.scaling == 2.0 and not (adapted.A == 0).all()
 
 

@@ -58,20 +58,20 @@ def gpt2_matrices(model):
 def test_every_quantized_tensor_of_the_smollm2_file_reads_as_ggufs(smollm2_tensors):
     read = {"Q8_0": 0, "Q4_1": 0}
     for tensor in smollm2_tensors:
-        kind = tensor.tensor_type.name
-        if kind == "F32":
+        fmt = tensor.tensor_type.name
+        if fmt == "F32":
             continue
         shape = tuple(reversed(tensor.shape.tolist()))
         raw = torch.from_numpy(np.array(tensor.data)).flatten()
-        ours = BY_HAND[kind][1](raw, shape)
+        ours = BY_HAND[fmt][1](raw, shape)
         theirs = torch.from_numpy(dequantize(np.array(tensor.data), tensor.tensor_type))
         assert torch.equal(ours, theirs), tensor.name
-        read[kind] += 1
+        read[fmt] += 1
     assert read == {"Q8_0": 1, "Q4_1": 210}
 
 
 def edge_cases(generator):
-    """(name, (rows, 64) float32): blocks a format must get right."""
+    """(name, (out, 64) float32): blocks a format must get right."""
     random = torch.randn(8, 64, generator=generator)
     zeros = torch.zeros(8, 64)
     constant = torch.full((8, 64), -0.3)
@@ -99,24 +99,24 @@ def edge_cases(generator):
     ]
 
 
-@pytest.mark.parametrize("kind", ["Q8_0", "Q4_1"])
-def test_written_bytes_equal_ggufs(kind):
-    write, read = BY_HAND[kind]
-    qtype = GGMLQuantizationType[kind]
+@pytest.mark.parametrize("fmt", ["Q8_0", "Q4_1"])
+def test_written_bytes_equal_ggufs(fmt):
+    write, read = BY_HAND[fmt]
+    qtype = GGMLQuantizationType[fmt]
     for name, weights in edge_cases(torch.Generator().manual_seed(0)):
         ours = write(weights)
         theirs = quantize(weights.numpy(), qtype).flatten()
-        assert np.array_equal(ours.numpy(), theirs), (kind, name)
+        assert np.array_equal(ours.numpy(), theirs), (fmt, name)
         restored = torch.from_numpy(dequantize(quantize(weights.numpy(), qtype), qtype))
-        assert torch.equal(read(ours, weights.shape), restored), (kind, name)
+        assert torch.equal(read(ours, weights.shape), restored), (fmt, name)
 
 
-@pytest.mark.parametrize("kind", ["Q8_0", "Q4_1"])
-def test_written_bytes_equal_ggufs_on_every_matrix_of_the_books_gpt2(kind):
+@pytest.mark.parametrize("fmt", ["Q8_0", "Q4_1"])
+def test_written_bytes_equal_ggufs_on_every_matrix_of_the_books_gpt2(fmt):
     model = GPT2LMHeadModel.from_pretrained(GPT2_SHAKESPEARE.repo_id)
-    write, _ = BY_HAND[kind]
+    write, _ = BY_HAND[fmt]
     for weight in gpt2_matrices(model):
-        theirs = quantize(weight.detach().numpy(), GGMLQuantizationType[kind]).flatten()
+        theirs = quantize(weight.detach().numpy(), GGMLQuantizationType[fmt]).flatten()
         assert np.array_equal(write(weight.detach()).numpy(), theirs)
 
 
@@ -146,9 +146,9 @@ def test_warning_torch_round_is_not_cs_roundf():
     """The page's warning: on a block whose values fall on exact halves of its step,
     torch.round writes other Q8_0 bytes than ggml."""
     halves = dict(edge_cases(torch.Generator().manual_seed(0)))["halves"][:1, :32]
-    scale = halves.abs().amax() / 127
-    ours = torch.round(halves * (1 / scale))
-    ggml = round_half_away(halves * (1 / scale))
+    d = halves.abs().amax() / 127  # Q8_0's scale
+    ours = torch.round(halves * (1 / d))
+    ggml = round_half_away(halves * (1 / d))
     assert not torch.equal(ours, ggml)
     assert np.array_equal(
         quantize_q8_0(halves).numpy(), quantize(halves.numpy(), GGMLQuantizationType.Q8_0)[0]
@@ -169,26 +169,26 @@ K_QUANTS = {
 }
 
 
-def ggufs_reading(raw, kind, shape):
-    rows = raw.view(shape[0], -1).numpy()  # gguf reads (rows, bytes a row)
-    return torch.from_numpy(dequantize(rows, GGMLQuantizationType[kind]))
+def ggufs_reading(raw, fmt, shape):
+    by_row = raw.view(shape[0], -1).numpy()  # gguf reads (out, bytes per row)
+    return torch.from_numpy(dequantize(by_row, GGMLQuantizationType[fmt]))
 
 
-@pytest.mark.parametrize("kind", K_QUANTS)
-def test_k_quants_read_random_bytes_as_gguf(kind):
+@pytest.mark.parametrize("fmt", K_QUANTS)
+def test_k_quants_read_random_bytes_as_gguf(fmt):
     """Every byte pattern is a valid super-block, but for steps that are not finite:
     random bytes reach every bit of the scales' packing, and steps from subnormal to
     float16's largest, of both signs."""
-    _, read, size, steps_at = K_QUANTS[kind]
+    _, read, size, steps_at = K_QUANTS[fmt]
     generator = torch.Generator().manual_seed(0)
     raw = torch.randint(0, 256, (64, size), dtype=torch.uint8, generator=generator)
     steps = torch.randn(64, len(steps_at), generator=generator)
     steps[:4] = torch.tensor([65504.0, -65504.0, 6e-8, 0.0])[:, None]
     for column, at in enumerate(steps_at):
         raw[:, at : at + 2] = steps[:, column : column + 1].half().view(torch.uint8)
-    for rows in (64, 16, 1):  # 1, 4 and 64 super-blocks a row
-        shape = (rows, 64 * 256 // rows)
-        assert torch.equal(read(raw.flatten(), shape), ggufs_reading(raw, kind, shape)), rows
+    for out in (64, 16, 1):  # 1, 4 and 64 super-blocks a row
+        shape = (out, 64 * 256 // out)
+        assert torch.equal(read(raw.flatten(), shape), ggufs_reading(raw, fmt, shape)), out
 
 
 def test_six_bit_packing_order():
@@ -205,10 +205,10 @@ def nearest_levels(blocks, levels):
     return (blocks[..., None] - levels[:, :, None, :]).abs().amin(dim=-1)
 
 
-def k_quant_levels(raw, kind, n):
+def k_quant_levels(raw, fmt, n):
     """Every value a super-block's rounded scales can give: (n, sub-blocks, levels)."""
     blocks = raw.view(n, -1)
-    if kind == "Q4_K":
+    if fmt == "Q4_K":
         d, dmin = (blocks[:, at : at + 2].contiguous().view(torch.float16).float() for at in (0, 2))
         scales, mins = unpack_six_bits(blocks[:, 4:16])
         q = torch.arange(16.0)
@@ -229,17 +229,17 @@ def k_quant_inputs():
     return matrices + [w.detach()[:64] for w in gpt2_matrices(big)]  # rows of 768 and 3072
 
 
-@pytest.mark.parametrize("kind", K_QUANTS)
-def test_k_quant_writers_give_the_nearest_level_and_read_as_gguf(kind):
-    write, read, size, _ = K_QUANTS[kind]
-    sub_block = {"Q4_K": 32, "Q6_K": 16}[kind]
+@pytest.mark.parametrize("fmt", K_QUANTS)
+def test_k_quant_writers_give_the_nearest_level_and_read_as_gguf(fmt):
+    write, read, size, _ = K_QUANTS[fmt]
+    sub_block = {"Q4_K": 32, "Q6_K": 16}[fmt]
     for weight in k_quant_inputs():
         raw = write(weight)
         restored = read(raw, weight.shape)
         assert len(raw) == weight.numel() // 256 * size
-        assert torch.equal(restored, ggufs_reading(raw, kind, weight.shape))
+        assert torch.equal(restored, ggufs_reading(raw, fmt, weight.shape))
         n = weight.numel() // 256
-        levels = k_quant_levels(raw, kind, n)  # (n, sub-blocks, levels)
+        levels = k_quant_levels(raw, fmt, n)  # (n, sub-blocks, levels)
         blocks = weight.reshape(n, -1, sub_block)
         chosen = (blocks - restored.reshape(n, -1, sub_block)).abs()
         nearest = nearest_levels(blocks, levels)

@@ -61,7 +61,7 @@ def prompts(tempest_ids):
 
 @pytest.fixture(scope="module")
 def drafts(target):
-    return {n: early_exit_draft(target, n) for n in (1, 2, 3)}
+    return {L: early_exit_draft(target, L) for L in (1, 2, 3)}
 
 
 @pytest.fixture(scope="module")
@@ -96,21 +96,19 @@ class Passes:
         self.hook.remove()
 
 
-@pytest.mark.parametrize("n_layer", [1, 2, 3])
-def test_the_draft_is_the_targets_first_blocks_then_its_ln_f_and_head(
-    target, drafts, prompts, n_layer
-):
-    draft = drafts[n_layer]
+@pytest.mark.parametrize("L", [1, 2, 3])
+def test_the_draft_is_the_targets_first_blocks_then_its_ln_f_and_head(target, drafts, prompts, L):
+    draft = drafts[L]
     mine = draft.state_dict()
     theirs = target.state_dict()
     assert mine.keys() == {
-        k for k in theirs if not k.startswith("transformer.h.") or int(k.split(".")[2]) < n_layer
+        k for k in theirs if not k.startswith("transformer.h.") or int(k.split(".")[2]) < L
     }
     assert all(torch.equal(tensor, theirs[name]) for name, tensor in mine.items())
     assert draft.lm_head.weight.data_ptr() == draft.transformer.wte.weight.data_ptr()  # tied
     assert not draft.training
     ids = torch.cat(prompts, dim=0)  # (5, 24)
-    hidden = target(ids, output_hidden_states=True).hidden_states[n_layer]  # after L blocks
+    hidden = target(ids, output_hidden_states=True).hidden_states[L]  # after L blocks
     exit_logits = target.lm_head(target.transformer.ln_f(hidden))
     assert torch.equal(draft(ids).logits, exit_logits)  # the same operations, in one order
 
@@ -128,12 +126,12 @@ def test_speculative_equals_the_targets_greedy_decoding(target, drafts, prompts,
         assert counts["rounds"] + counts["accepted"] == ours.shape[1] - prompt.shape[1]
 
 
-@pytest.mark.parametrize("n_layer", [1, 2])
+@pytest.mark.parametrize("L", [1, 2])
 def test_speculative_equals_greedy_with_the_shallower_drafts(
-    target, drafts, prompts, references, n_layer
+    target, drafts, prompts, references, L
 ):
     for k in (1, 3, 8):
-        ours, _ = speculative_decode(target, drafts[n_layer], prompts[0], NEW_TOKENS, k, EOS)
+        ours, _ = speculative_decode(target, drafts[L], prompts[0], NEW_TOKENS, k, EOS)
         assert torch.equal(ours, references[0])
 
 
@@ -226,9 +224,9 @@ def test_an_eos_inside_a_run_of_accepted_guesses_stops_there(
             assert counts["rounds"] + counts["accepted"] == ours.shape[1] - prompt.shape[1]
 
 
-@pytest.mark.parametrize("n_layer", [1, 2, 3])
-def test_counts_from_the_output_alone_equal_the_loops(target, drafts, prompts, n_layer):
-    draft = drafts[n_layer]
+@pytest.mark.parametrize("L", [1, 2, 3])
+def test_counts_from_the_output_alone_equal_the_loops(target, drafts, prompts, L):
+    draft = drafts[L]
     for prompt in prompts[:2]:
         output = greedy_decode(target, prompt, NEW_TOKENS)
         agrees = draft_agrees(draft, output)
@@ -274,8 +272,8 @@ def test_no_argmax_the_page_prints_is_within_rounding_of_a_tie(
         assert smallest_deciding_gap(target, output, ids.shape[1]) > GAP
         for draft in drafts.values():  # the draft's picks on the output decide the counts
             assert smallest_deciding_gap(draft, output, ids.shape[1]) > GAP
-    for n_layer in (1, 2, 3, 4):  # the page's 12 tokens of each draft alone
-        model = early_exit_draft(target, n_layer)
+    for L in (1, 2, 3, 4):  # the page's 12 tokens of each draft alone
+        model = early_exit_draft(target, L)
         output = greedy_decode(model, prompt, 12)
         assert smallest_deciding_gap(model, output, prompt.shape[1]) > GAP
 
@@ -557,16 +555,14 @@ def test_chi_square_bins_expect_at_least_five_each():
             chi_square_p_value(tokens, two)
 
 
-@pytest.mark.parametrize("n_layer", [1, 2, 3])
-def test_speculative_sampling_on_the_books_gpt2_draws_from_the_target(
-    target, drafts, prompts, n_layer
-):
+@pytest.mark.parametrize("L", [1, 2, 3])
+def test_speculative_sampling_on_the_books_gpt2_draws_from_the_target(target, drafts, prompts, L):
     """The next token after prompts the page does not show, 20,000 draws through the rule
     from each draft's proposals: the χ² test cannot tell them from the target's p."""
-    generator = torch.Generator().manual_seed(n_layer)
+    generator = torch.Generator().manual_seed(L)
     for prompt in prompts[:2]:
         p = target(prompt).logits[0, -1].softmax(dim=-1)
-        q = drafts[n_layer](prompt).logits[0, -1].softmax(dim=-1)
+        q = drafts[L](prompt).logits[0, -1].softmax(dim=-1)
         guesses = torch.multinomial(q, 20_000, replacement=True, generator=generator)
         tokens, _ = accept_or_resample(p, q, guesses, generator)
         assert chi_square_p_value(tokens, p) > 1e-3

@@ -67,33 +67,33 @@ def test_online_softmax_equals_torchs(prove, block_size, scale):
     )
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize(("length", "tile"), [(1, 16), (64, 16), (100, 32), (257, 64)])
-def test_tiled_attention_equals_sdpa(prove, causal, length, tile):
+def test_tiled_attention_equals_sdpa(prove, is_causal, length, tile):
     q, k, v = qkv((3, 4, length, 16), seed=length)
     prove(
-        f"tiled attention, tiles of {tile}" + (", causal" if causal else ""),
+        f"tiled attention, tiles of {tile}" + (", causal" if is_causal else ""),
         "`F.scaled_dot_product_attention`",
         f"random q, k, v, (3, 4, {length}, 16)",
-        tiled_attention(q, k, v, causal=causal, tile=tile),
-        F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+        tiled_attention(q, k, v, is_causal=is_causal, tile=tile),
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal),
         ATTENTION_ATOL,
     )
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_tiled_attention_with_padding_equals_sdpa(prove, causal):
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+def test_tiled_attention_with_padding_equals_sdpa(prove, is_causal):
     q, k, v = qkv((3, 2, 90, 32), seed=7)
     lengths = torch.tensor([90, 41, 1])  # real tokens per row, then padding
     padding = torch.arange(90)[None, :] >= lengths[:, None]  # (B, S): True at padding
     allowed = ~padding[:, None, None, :]  # (B, 1, 1, S)
-    if causal:
+    if is_causal:
         allowed = allowed & torch.ones(90, 90, dtype=torch.bool).tril()
     prove(
-        "tiled attention, tiles of 32, padding" + (", causal" if causal else ""),
+        "tiled attention, tiles of 32, padding" + (", causal" if is_causal else ""),
         "`F.scaled_dot_product_attention`",
         "random q, k, v, (3, 2, 90, 32), rows of 90, 41 and 1 real tokens",
-        tiled_attention(q, k, v, causal=causal, key_padding=padding, tile=32),
+        tiled_attention(q, k, v, is_causal=is_causal, key_padding_mask=padding, tile=32),
         F.scaled_dot_product_attention(q, k, v, attn_mask=allowed),
         ATTENTION_ATOL,
     )
@@ -103,7 +103,7 @@ def test_a_query_that_sees_no_key_gets_zeros_as_in_sdpa():
     q, k, v = qkv((2, 2, 40, 8), seed=3)
     padding = torch.zeros(2, 40, dtype=torch.bool)
     padding[0] = True  # row 0: every key is padding
-    ours = tiled_attention(q, k, v, key_padding=padding, tile=16)
+    ours = tiled_attention(q, k, v, key_padding_mask=padding, tile=16)
     theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=~padding[:, None, None, :])
     assert not ours.isnan().any()
     assert torch.equal(ours[0], torch.zeros_like(ours[0])) and torch.equal(ours[0], theirs[0])
@@ -122,18 +122,18 @@ def test_cross_attention_equals_sdpa(prove):
 
 
 @pytest.mark.parametrize(
-    ("model", "shape", "causal"),
+    ("model", "shape", "is_causal"),
     [("GPT-2 124M", (1, 12, 1024, 64), True), ("BERT base", (2, 12, 512, 64), False)],
     ids=["gpt2-124m", "bert-base"],
 )
-def test_tiled_attention_at_real_sizes(prove, model, shape, causal):
+def test_tiled_attention_at_real_sizes(prove, model, shape, is_causal):
     q, k, v = qkv(shape, seed=shape[2])
     prove(
-        "tiled attention, tiles of 128" + (", causal" if causal else ""),
+        "tiled attention, tiles of 128" + (", causal" if is_causal else ""),
         "`F.scaled_dot_product_attention`",
         f"random q, k, v, {tuple(shape)}: {model}'s attention, its full context",
-        tiled_attention(q, k, v, causal=causal),
-        F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+        tiled_attention(q, k, v, is_causal=is_causal),
+        F.scaled_dot_product_attention(q, k, v, is_causal=is_causal),
         ATTENTION_ATOL,
     )
 
@@ -196,7 +196,7 @@ def test_causal_tiles_right_of_the_diagonal_are_skipped_and_only_the_diagonal_is
     """The page: at T = 1024 in tiles of 256, a causal pass computes 10 of the 16 tiles,
     two products each (q kᵀ, then the weights times v), and masks the 4 on the diagonal."""
     q, k, v = qkv((1, 1, 1024, 8), seed=2)
-    names = operation_names(lambda: tiled_attention(q, k, v, causal=True, tile=256))
+    names = operation_names(lambda: tiled_attention(q, k, v, is_causal=True, tile=256))
     assert names.count("aten::matmul") == 2 * 10
     assert names.count("aten::masked_fill") == 4
     names = operation_names(lambda: tiled_attention(q, k, v, tile=256))
@@ -205,14 +205,15 @@ def test_causal_tiles_right_of_the_diagonal_are_skipped_and_only_the_diagonal_is
 
 
 def test_warning_three_mask_conventions_may_attend_real_token_padding():
-    """The page's warning. key_padding (True at padding) given as SDPA's boolean mask (True:
-    may attend) raises nothing and attends to the padding only; a Hugging Face mask (1 at
-    a real token) given as a float mask is added to the scores and hides nothing."""
+    """The page's warning. A key_padding_mask (True at padding) given as SDPA's boolean
+    attn_mask (True: may attend) raises nothing and attends to the padding only; a Hugging
+    Face mask (1 at a real token) given as a float attn_mask is added to the scores and
+    hides nothing."""
     q, k, v = qkv((2, 2, 50, 16), seed=5)
     padding = torch.arange(50)[None, :] >= torch.tensor([30, 20])[:, None]  # (B, S)
-    right = tiled_attention(q, k, v, key_padding=padding, tile=16)
+    right = tiled_attention(q, k, v, key_padding_mask=padding, tile=16)
     as_bool = F.scaled_dot_product_attention(q, k, v, attn_mask=padding[:, None, None, :])
-    padding_only = tiled_attention(q, k, v, key_padding=~padding, tile=16)
+    padding_only = tiled_attention(q, k, v, key_padding_mask=~padding, tile=16)
     assert not torch.allclose(as_bool, right, atol=ATTENTION_ATOL)
     assert torch.allclose(as_bool, padding_only, atol=ATTENTION_ATOL)
 
@@ -245,7 +246,7 @@ def test_left_padding_a_first_block_that_hides_every_key(prove):
         "tiled attention, tiles of 16, left padding",
         "`F.scaled_dot_product_attention`",
         "random q, k, v (2, 2, 60, 16), the second row's first 25 keys padding",
-        tiled_attention(q, k, v, key_padding=padding, tile=16),
+        tiled_attention(q, k, v, key_padding_mask=padding, tile=16),
         F.scaled_dot_product_attention(q, k, v, attn_mask=~padding[:, None, None, :]),
         ATTENTION_ATOL,
     )
@@ -271,7 +272,7 @@ def test_with_autograd_the_tiles_are_kept_for_the_backward_pass():
     assert kept >= T * T * 4
 
 
-def judged_against_float64(prove, what, inputs, q, k, v, causal, tile):
+def judged_against_float64(prove, what, inputs, q, k, v, is_causal, tile):
     """Tiled attention and SDPA on the same q, k, v, each against SDPA in float64 on those
     very values: tiled's error may be at most SIMILAR_ERROR times SDPA's.
 
@@ -282,10 +283,10 @@ def judged_against_float64(prove, what, inputs, q, k, v, causal, tile):
     them in float32."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=is_causal)
     with sdpa_kernel(SDPBackend.MATH):
-        sdpa_error = F.scaled_dot_product_attention(q, k, v, is_causal=causal).double() - exact
-    tiled = tiled_attention(q, k, v, causal=causal, tile=tile)
+        sdpa_error = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal).double() - exact
+    tiled = tiled_attention(q, k, v, is_causal=is_causal, tile=tile)
     assert tiled.dtype == q.dtype
     prove(
         what,
@@ -311,7 +312,7 @@ def test_sharp_attention_and_bfloat16_are_as_exact_as_sdpa(prove, dtype, sharpne
         q,
         k,
         v,
-        causal=True,
+        is_causal=True,
         tile=128,
     )
 
@@ -340,13 +341,13 @@ def test_the_books_gpt2s_own_attention_is_as_exact_as_sdpa(prove, gpt2_shakespea
             q,
             k,
             v,
-            causal=True,
+            is_causal=True,
             tile=64,
         )
 
 
 @pytest.mark.parametrize(
-    ("causal", "padded", "length", "tile"),
+    ("is_causal", "padded", "length", "tile"),
     [
         (False, False, 100, 32),
         (True, False, 300, 128),
@@ -355,24 +356,24 @@ def test_the_books_gpt2s_own_attention_is_as_exact_as_sdpa(prove, gpt2_shakespea
     ],
     ids=["full", "causal", "padding", "causal-padding"],
 )
-def test_the_tiled_backward_pass_gives_sdpas_gradients(prove, causal, padded, length, tile):
+def test_the_tiled_backward_pass_gives_sdpas_gradients(prove, is_causal, padded, length, tile):
     q, k, v = (t.requires_grad_() for t in qkv((2, 3, length, 32), seed=length))
     padding = None
     allowed = torch.ones(2, 1, 1, length, dtype=torch.bool)
     if padded:  # the second row: 41 real tokens, then padding
         padding = torch.arange(length)[None, :] >= torch.tensor([length, 41])[:, None]
         allowed = ~padding[:, None, None, :]
-    if causal:
+    if is_causal:
         allowed = allowed & torch.ones(length, length, dtype=torch.bool).tril()
     d_out = torch.randn(2, 3, length, 32, generator=torch.Generator().manual_seed(0))
     with torch.enable_grad():
         ours = torch.autograd.grad(
-            TiledAttention.apply(q, k, v, causal, padding, tile), (q, k, v), d_out
+            TiledAttention.apply(q, k, v, is_causal, padding, tile), (q, k, v), d_out
         )
         theirs = torch.autograd.grad(
             F.scaled_dot_product_attention(q, k, v, attn_mask=allowed), (q, k, v), d_out
         )
-    setting = ", ".join(["causal"] * causal + ["padding"] * padded) or "no mask"
+    setting = ", ".join(["causal"] * is_causal + ["padding"] * padded) or "no mask"
     for name, mine, reference in zip("qkv", ours, theirs, strict=True):
         prove(
             f"tiled attention's backward pass, tiles of {tile}, {setting}",

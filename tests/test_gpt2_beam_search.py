@@ -130,12 +130,12 @@ def test_generate_batch_equals_the_library_on_a_left_padded_batch(
 ):
     eos_token_id = newline if eos == "newline" else eos
     long = " ".join(["Full fathom five thy father lies;"] * 23)  # 230 tokens, of 256 positions
-    ids, mask = batch_of(tokenizer, [*PROMPTS, long])
-    assert mask[:, 0].tolist() == [0, 0, 0, 1]  # padded on the left, up to the long one
-    ours = generate_batch(gpt2_shakespeare, ids, mask, 24, eos_token_id, pad_token_id=0)
+    ids, attention_mask = batch_of(tokenizer, [*PROMPTS, long])
+    assert attention_mask[:, 0].tolist() == [0, 0, 0, 1]  # padded on the left, up to the long one
+    ours = generate_batch(gpt2_shakespeare, ids, attention_mask, 24, eos_token_id, pad_token_id=0)
     theirs = gpt2_shakespeare.generate(
         input_ids=ids,
-        attention_mask=mask,
+        attention_mask=attention_mask,
         max_new_tokens=24,
         do_sample=False,
         eos_token_id=eos_token_id,
@@ -145,8 +145,8 @@ def test_generate_batch_equals_the_library_on_a_left_padded_batch(
 
 
 def test_generate_batch_gives_each_row_what_it_gets_alone(gpt2_shakespeare, tokenizer, newline):
-    ids, mask = batch_of(tokenizer, PROMPTS)
-    together = generate_batch(gpt2_shakespeare, ids, mask, 16, newline, pad_token_id=0)
+    ids, attention_mask = batch_of(tokenizer, PROMPTS)
+    together = generate_batch(gpt2_shakespeare, ids, attention_mask, 16, newline, pad_token_id=0)
     for row, prompt in enumerate(PROMPTS):
         alone = tokenizer(prompt, return_tensors="pt")
         alone = generate_batch(
@@ -157,7 +157,7 @@ def test_generate_batch_gives_each_row_what_it_gets_alone(gpt2_shakespeare, toke
             newline,
             pad_token_id=0,
         )[0]
-        padding = int((mask[row] == 0).sum())
+        padding = int((attention_mask[row] == 0).sum())
         real = together[row, padding:]  # the prompt, then what was generated
         assert real[: len(alone)].tolist() == alone.tolist()
         assert (real[len(alone) :] == 0).all()  # ended earlier than the batch: padded
@@ -165,16 +165,16 @@ def test_generate_batch_gives_each_row_what_it_gets_alone(gpt2_shakespeare, toke
 
 def test_generate_batch_equals_the_library_at_full_size(gpt2_124m):
     ids = random_ids(gpt2_124m, 3, 9, seed=2)
-    mask = torch.ones_like(ids)
-    mask[0, :5], mask[1, :2] = 0, 0  # rows of 4, 7 and 9 real tokens
-    ids = ids.masked_fill(mask == 0, 0)
-    free = generate_batch(gpt2_124m, ids, mask, 6)
+    attention_mask = torch.ones_like(ids)
+    attention_mask[0, :5], attention_mask[1, :2] = 0, 0  # rows of 4, 7 and 9 real tokens
+    ids = ids.masked_fill(attention_mask == 0, 0)
+    free = generate_batch(gpt2_124m, ids, attention_mask, 6)
     met = free[1, 9 + 2].item()  # row 1 ends after three tokens
     for eos_token_id in (None, met):
-        ours = generate_batch(gpt2_124m, ids, mask, 6, eos_token_id, pad_token_id=0)
+        ours = generate_batch(gpt2_124m, ids, attention_mask, 6, eos_token_id, pad_token_id=0)
         theirs = gpt2_124m.generate(
             input_ids=ids,
-            attention_mask=mask,
+            attention_mask=attention_mask,
             max_new_tokens=6,
             do_sample=False,
             eos_token_id=eos_token_id,
@@ -189,10 +189,11 @@ def test_warning_pad_on_the_left_and_count_positions_from_the_first_real_token(
 ):
     short, long = "O, brave new world", "MIRANDA.\nO, wonder! How many goodly creatures"
     alone = gpt2_shakespeare(tokenizer(short, return_tensors="pt")["input_ids"]).logits[0, -1]
-    ids, mask = batch_of(tokenizer, [short, long])  # left padding
-    positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
-    counted = gpt2_shakespeare(ids, attention_mask=mask, position_ids=positions).logits[0, -1]
-    from_column = gpt2_shakespeare(ids, attention_mask=mask).logits[0, -1]
+    ids, attention_mask = batch_of(tokenizer, [short, long])  # left padding
+    positions = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)
+    counted = gpt2_shakespeare(ids, attention_mask=attention_mask, position_ids=positions)
+    counted = counted.logits[0, -1]
+    from_column = gpt2_shakespeare(ids, attention_mask=attention_mask).logits[0, -1]
     prove(
         "GPT-2 on a left-padded batch, positions counted from the first real token",
         "`GPT2LMHeadModel` on the prompt alone",
@@ -204,9 +205,9 @@ def test_warning_pad_on_the_left_and_count_positions_from_the_first_real_token(
     assert (from_column - alone).abs().max() > 0.5  # read as if it started later
     tokenizer.padding_side = "right"
     try:
-        ids, mask = batch_of(tokenizer, [short, long])
+        ids, attention_mask = batch_of(tokenizer, [short, long])
     finally:
         tokenizer.padding_side = "left"
-    last_column = gpt2_shakespeare(ids, attention_mask=mask).logits[0, -1]
-    assert mask[0, -1] == 0  # the short prompt's last column is padding
+    last_column = gpt2_shakespeare(ids, attention_mask=attention_mask).logits[0, -1]
+    assert attention_mask[0, -1] == 0  # the short prompt's last column is padding
     assert last_column.argmax() != alone.argmax()  # its next token is predicted from there

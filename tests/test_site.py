@@ -6,7 +6,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from snippets.book import DOCS, nav_pages
+from snippets.book import DOCS, front_matter, nav_pages, parts
 from tools import notebooks
 from tools.pages import (
     LABS,
@@ -185,3 +185,13 @@ def test_every_link_in_the_built_site_resolves(site):
             ):
                 dead.append(f"{page.relative_to(site)}: {href} (no id {url.fragment})")
     assert not dead, "\n".join(dead)
+
+
+def test_the_home_page_lists_every_chapter_of_the_nav_with_its_description(site):
+    html = (site / "index.html").read_text(encoding="utf-8")
+    for title, chapters in parts():
+        assert f">{title}</h2>" in html or f">{title}<a" in html, title
+        for _, page in chapters:
+            description = front_matter(DOCS / page)["description"]
+            assert f'href="{site_path(DOCS / page)}/"' in html, page
+            assert description.replace("'", "&#39;") in html.replace("&rsquo;", "'"), page

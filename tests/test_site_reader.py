@@ -16,7 +16,7 @@ copies instead is proven to be that code, byte for byte, without running it agai
   chapters load, with the call they type, loads in a fresh interpreter in an empty
   folder outside the repository with no HF_* variable: the set-up filled the cache that
   any Python reads.
-- Sequence: Part I, then the training part, then Part III, pasted one after the other
+- Sequence: every chapter of every part, in the nav's order, pasted one after the other
   into one interpreter under avx2-2-threads, as a reader who keeps a session open: no
   chapter may leave the session unusable for the next, and each block must print what
   its page shows.
@@ -40,7 +40,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from snippets.book import nav
+from snippets.book import nav, parts
 from tools import timings
 from tools.execute import KERNEL_OPTIONS
 from tools.numerics import CONFIGURATIONS, describe
@@ -61,9 +61,8 @@ LOADS_AT_ONCE = 16
 PAGE_TIMEOUT = 1800  # seconds: the slowest page, training included, with every retry
 # the page runs here: `make test` runs the machine as it is
 READER_CONFIGURATIONS = [name for name in CONFIGURATIONS if name != "as-is"]
-# the one-session run: these parts' chapters, in nav order, under this configuration; it
-# is their run under it, and their notebooks run under the other one only
-SESSION_PARTS = {"bert", "training", "gpt2", "efficient"}
+# the one-session run: every chapter of every part, in nav order, under this configuration;
+# it is their run under it, and their notebooks run under the other one only
 SESSION_CONFIGURATION = "avx2-2-threads"
 
 # Runs the blocks given as JSON in a fresh module named __main__, as pasted into Python,
@@ -331,7 +330,7 @@ def loads_with_no_hf_variable(built_site, tmp_path_factory):
 
 
 def session_chapters() -> list[Path]:
-    return [p for p in site_pages() if p.suffix == ".md" and p.parent.name in SESSION_PARTS]
+    return [DOCS / page for _, chapters in parts() for _, page in chapters]
 
 
 def session_blocks(site: Path) -> list[dict]:
@@ -347,7 +346,7 @@ def session_blocks(site: Path) -> list[dict]:
 
 
 def test_chapters_pasted_one_after_another_into_one_session(built_site, tmp_path):
-    """Part I, the training part and Part III in one interpreter, in nav order, under
+    """Every chapter of every part in one interpreter, in nav order, under
     SESSION_CONFIGURATION: every block prints what its page shows. Offline
     (HF_HUB_OFFLINE=1): what is tested here is the session the chapters leave behind."""
     blocks = session_blocks(built_site)

@@ -122,14 +122,14 @@ def test_padded_batch(prove, minilm, tokenizer):
 
 
 def test_defaults_mean_no_padding_and_one_sentence(prove, minilm, tokenizer):
-    ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]
-    ours = bh.forward(minilm, ids)
+    input_ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]
+    ours = bh.forward(minilm, input_ids)
     prove(
         "BERT forward pass by hand, token ids only (last hidden state)",
         "`BertModel`",
         "one sentence, MiniLM",
         ours.last_hidden_state,
-        minilm(input_ids=ids).last_hidden_state,
+        minilm(input_ids=input_ids).last_hidden_state,
         HIDDEN_ATOL,
     )
 
@@ -285,11 +285,11 @@ def test_a_model_without_pooler(prove, tokenizer):
 
 
 def test_refuses_what_it_does_not_reproduce(minilm, tokenizer):
-    ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]
+    input_ids = tokenizer(SENTENCE, return_tensors="pt")["input_ids"]
     minilm.train()
     try:
         with pytest.raises(ValueError, match="dropout"):
-            bh.forward(minilm, ids)
+            bh.forward(minilm, input_ids)
     finally:
         minilm.eval()
     decoder = BertModel(
@@ -302,7 +302,7 @@ def test_refuses_what_it_does_not_reproduce(minilm, tokenizer):
         )
     ).eval()
     with pytest.raises(ValueError, match="causal"):
-        bh.forward(decoder, ids)
+        bh.forward(decoder, input_ids)
 
 
 # ------------------------------------------------------------------ any device

@@ -1,5 +1,6 @@
 """Every figure is drawn by the build (snippets/figures/), the same bytes each time, and
-every one is shown; the tour is drawn from the nav."""
+every one is shown, by the module of the chapter that shows it; the tour is drawn from
+the nav."""
 
 import json
 import shutil
@@ -9,6 +10,7 @@ import pytest
 from snippets import figures
 from tools import checks
 from tools.pages import DOCS, display, pages
+from tools.scaffold import page_figures_file
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +51,50 @@ def test_every_figure_drawn_is_shown_on_a_page():
     assert not unshown, f"figures no page under {display(DOCS)} shows: {unshown}"
 
 
-def test_the_tour_shows_every_part_of_the_nav_and_every_chapter_in_it():
+def test_each_figure_is_drawn_by_the_module_of_its_chapter():
+    """docs/PART/STEM.md's figures live in snippets/figures/PART_STEM.py, named like the
+    page's test file; a figure two pages show lives with the first of them in the nav."""
     from snippets.book import nav
-    from snippets.figures.tour import parts
 
-    drawn = {title: [page for _, page, _ in chapters] for title, chapters in parts()}
-    for title, entries in nav():
-        chapters = [page for _, page in entries if not page.startswith(("labs/", "live/"))]
-        if title and chapters:
-            assert drawn.pop(title) == chapters, title
-    assert not drawn, f"parts the nav does not have: {list(drawn)}"
+    first_shown_by = {}
+    for _, entries in nav():
+        for _, page in entries:
+            if page.endswith(".md"):
+                for _, target in checks.shown_images(DOCS / page):
+                    shown = ((DOCS / page).parent / target).resolve()
+                    first_shown_by.setdefault(shown, page)
+    misplaced = {}
+    for name, fig in figures.all_figures().items():
+        page = first_shown_by.get(figures.OUT_DIR / name)
+        if page is None or "/" not in page:  # unshown (tested above), or a top-level page's
+            continue
+        module = fig.draw.__module__.removeprefix(f"{figures.__name__}.")
+        expected = page_figures_file(page).stem
+        if module != expected:
+            misplaced[name] = (
+                f"drawn in {module}.py, shown first by {page}: move it to {expected}.py"
+            )
+    assert not misplaced, misplaced
+
+
+def test_a_change_in_a_private_module_redraws_every_figure(tmp_path, monkeypatch):
+    """Code that figures of several chapters share lives in private modules (`_*.py`),
+    which every figure's fingerprint hashes."""
+    assert {path.name for path in figures.private_modules()} >= {"_flow.py", "_minilm.py"}
+    shared = tmp_path / "_shared.py"
+    monkeypatch.setattr(figures, "private_modules", lambda: [shared])
+    shared.write_text("COLOUR = 1\n")
+    before = {name: fig.fingerprint() for name, fig in figures.all_figures().items()}
+    shared.write_text("COLOUR = 2\n")
+    assert [n for n, fig in figures.REGISTRY.items() if fig.fingerprint() == before[n]] == []
+
+
+def test_the_tour_shows_every_part_of_the_nav_and_every_chapter_in_it():
+    from snippets.book import parts
+    from snippets.figures.tour import rows
+
+    drawn = [(title, [page for _, page, _ in boxes]) for title, boxes in rows()]
+    assert drawn == [(title, [page for _, page in chapters]) for title, chapters in parts()]
 
 
 def test_a_fresh_result_draws_what_the_kept_file_draws(tmp_path, monkeypatch):

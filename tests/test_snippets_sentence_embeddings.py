@@ -85,9 +85,14 @@ def test_a_pool_of_several_vectors_gives_each_as_its_own_pass(prove, minilm, tok
     `embed` with its default pooling for the mean, the model's pooler_output for the pooler
     output (`model.pooler` on the last hidden state), each text alone."""
 
-    def three_ways(hidden, attention_mask):  # (B, T, C) -> (B, 3, C), as on the page
+    def three_ways(last_hidden_state, attention_mask):  # (B, T, C) -> (B, 3, C), as on the page
         return torch.stack(
-            [se.mean_pool(hidden, attention_mask), minilm.pooler(hidden), hidden[:, 0]], dim=1
+            [
+                se.mean_pool(last_hidden_state, attention_mask),
+                minilm.pooler(last_hidden_state),
+                last_hidden_state[:, 0],
+            ],
+            dim=1,
         )
 
     kept = []
@@ -114,15 +119,15 @@ def test_a_pool_of_several_vectors_gives_each_as_its_own_pass(prove, minilm, tok
 
 def test_mean_pool_leaves_out_padding(prove):
     torch.manual_seed(0)
-    hidden = torch.randn(2, 4, 3)
-    mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
-    pooled = se.mean_pool(hidden, mask)
+    last_hidden_state = torch.randn(2, 4, 3)
+    attention_mask = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    pooled = se.mean_pool(last_hidden_state, attention_mask)
     prove(
         "mean pooling by hand, padding masked out",
         "`torch.mean` over the real tokens",
         "random vectors, 2×4, one row half padding",
         pooled,
-        torch.stack([hidden[0, :2].mean(dim=0), hidden[1].mean(dim=0)]),
+        torch.stack([last_hidden_state[0, :2].mean(dim=0), last_hidden_state[1].mean(dim=0)]),
         1e-8,
     )
 

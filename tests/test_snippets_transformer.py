@@ -383,10 +383,11 @@ def test_layers_follow_the_dtype_of_the_module_they_copy(prove):
 
 def stacks(model, src, tgt):
     """Ours, run as nn.Transformer runs: on embedded inputs, returning the decoder's output."""
-    src_mask = padding_mask(src, PAD)
-    tgt_mask = padding_mask(tgt, PAD) & causal_mask(tgt.size(1))
+    src_allowed = padding_mask(src, PAD)
+    tgt_allowed = padding_mask(tgt, PAD) & causal_mask(tgt.size(1))
     src_x, tgt_x = model.embed(src), model.embed(tgt)
-    return src_x, tgt_x, model.decoder(tgt_x, model.encoder(src_x, src_mask), tgt_mask, src_mask)
+    memory = model.encoder(src_x, src_allowed)
+    return src_x, tgt_x, model.decoder(tgt_x, memory, tgt_allowed, src_allowed)
 
 
 def reference_stacks(reference, src, tgt, src_x, tgt_x):

@@ -6,6 +6,7 @@ import pytest
 
 from tools import checks, pages
 from tools.execute import BlockFailure, run_page
+from tools.pages import DOCS, display
 
 CASES = {
     "failing snippet": (
@@ -69,3 +70,14 @@ def test_a_broken_chapter_gets_file_line_and_cause(tmp_path, monkeypatch, case):
     problems = problems_of(page, docs)
     assert any(expected in problem for problem in problems), "\n".join(problems)
     assert all("docs/bert/broken.md:" in p or "docs/bert/other.md" in p for p in problems)
+
+
+def test_a_chapter_without_its_front_matter_is_named(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "bert").mkdir(parents=True)
+    page = docs / "bert" / "tokenizer.md"
+    page.write_text('---\ndescription: "Ids."\n---\n# The tokenizer\n')
+    [problem] = checks.front_matter_problems(page, docs)
+    assert problem.startswith(f"{display(page)}:1: the chapter's front matter lacks its tour")
+    assert "hands_on:" in problem
+    assert checks.front_matter_problems(DOCS / "bert" / "tokenizer.md") == []

@@ -20,11 +20,11 @@ def within(rate, p, n):
     return abs(rate - p) < FIVE_SIGMA * math.sqrt(p * (1 - p) / n)
 
 
-def masking_rates(original, inputs, labels, special, mask_token_id):
+def masking_rates(original, inputs, labels, special_tokens_mask, mask_token_id):
     picked = labels != -100
     masked = picked & (inputs == mask_token_id)
     kept = picked & (inputs == original)
-    n_ordinary, n_picked = (~special).sum().item(), picked.sum().item()
+    n_ordinary, n_picked = (~special_tokens_mask).sum().item(), picked.sum().item()
     return {
         "picked": (n_picked / n_ordinary, 0.15, n_ordinary),
         "mask": (masked.sum().item() / n_picked, 0.8, n_picked),
@@ -40,15 +40,15 @@ def test_masking_rates_on_real_padded_text(tokenizer, shakespeare_documents):
     # unmask the batch to get back its original ids, then mask it again ourselves
     original = torch.where(batch["labels"] != -100, batch["labels"], batch["input_ids"])
     original[:, -5:] = tokenizer.pad_token_id  # some padding, too
-    special = torch.isin(original, torch.tensor(tokenizer.all_special_ids))
+    special_tokens_mask = torch.isin(original, torch.tensor(tokenizer.all_special_ids))
     inputs, labels = pretraining.mask_tokens(
-        original, special, len(tokenizer), tokenizer.mask_token_id, generator
+        original, special_tokens_mask, len(tokenizer), tokenizer.mask_token_id, generator
     )
-    rates = masking_rates(original, inputs, labels, special, tokenizer.mask_token_id)
+    rates = masking_rates(original, inputs, labels, special_tokens_mask, tokenizer.mask_token_id)
     for name, (rate, p, n) in rates.items():
         assert within(rate, p, n), (name, rate, p, n)
     picked = labels != -100
-    assert not (picked & special).any()
+    assert not (picked & special_tokens_mask).any()
     assert torch.equal(labels[picked], original[picked])
     assert torch.equal(inputs[~picked], original[~picked])
     assert inputs.shape == labels.shape == original.shape and labels.dtype == torch.long
@@ -58,11 +58,11 @@ def test_the_rates_follow_the_probability(tokenizer):
     """A different mlm_probability changes the picked rate, and only that."""
     generator = torch.Generator().manual_seed(5)
     original = torch.randint(999, len(tokenizer), (500, 100), generator=generator)
-    special = torch.zeros_like(original, dtype=torch.bool)
+    special_tokens_mask = torch.zeros_like(original, dtype=torch.bool)
     inputs, labels = pretraining.mask_tokens(
-        original, special, len(tokenizer), tokenizer.mask_token_id, generator, 0.3
+        original, special_tokens_mask, len(tokenizer), tokenizer.mask_token_id, generator, 0.3
     )
-    rates = masking_rates(original, inputs, labels, special, tokenizer.mask_token_id)
+    rates = masking_rates(original, inputs, labels, special_tokens_mask, tokenizer.mask_token_id)
     assert within(rates["picked"][0], 0.3, original.numel())
     assert not within(rates["picked"][0], 0.15, original.numel())
     assert within(*rates["mask"])
@@ -73,16 +73,18 @@ def test_the_library_collator_has_the_same_rates(tokenizer):
     generator = torch.Generator().manual_seed(2)
     original = torch.randint(999, len(tokenizer), (1000, 128), generator=generator)
     original[:, 0], original[:, -1] = tokenizer.cls_token_id, tokenizer.sep_token_id
-    special = torch.isin(original, torch.tensor(tokenizer.all_special_ids))
+    special_tokens_mask = torch.isin(original, torch.tensor(tokenizer.all_special_ids))
     ours = pretraining.mask_tokens(
-        original, special, len(tokenizer), tokenizer.mask_token_id, generator
+        original, special_tokens_mask, len(tokenizer), tokenizer.mask_token_id, generator
     )
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=0.15, seed=2)
     collated = collator([{"input_ids": row} for row in original.tolist()])
     theirs = collated["input_ids"], collated["labels"]
     assert not torch.equal(ours[1] != -100, theirs[1] != -100)
     for inputs, labels in (ours, theirs):
-        rates = masking_rates(original, inputs, labels, special, tokenizer.mask_token_id)
+        rates = masking_rates(
+            original, inputs, labels, special_tokens_mask, tokenizer.mask_token_id
+        )
         for name, (rate, p, n) in rates.items():
             assert within(rate, p, n), (name, rate)
 
@@ -108,10 +110,11 @@ def test_a_batch_is_what_bert_for_pretraining_takes(tokenizer, shakespeare_docum
     assert batch["input_ids"].shape == batch["labels"].shape == (6, 48)
     assert batch["next_sentence_label"].shape == (6,)
     assert all(t.dtype == torch.long for t in batch.values())
-    for row, types, mask in zip(
+    for row, token_type_ids, attention_mask in zip(
         batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], strict=True
     ):
         seps = (row == tokenizer.sep_token_id).nonzero().flatten().tolist()
         assert row[0] == tokenizer.cls_token_id and len(seps) == 2
-        assert types[: seps[0] + 1].eq(0).all() and types[seps[0] + 1 : seps[1] + 1].eq(1).all()
-        assert mask.sum() == seps[1] + 1 and types[seps[1] + 1 :].eq(0).all()
+        assert token_type_ids[: seps[0] + 1].eq(0).all()
+        assert token_type_ids[seps[0] + 1 : seps[1] + 1].eq(1).all()
+        assert attention_mask.sum() == seps[1] + 1 and token_type_ids[seps[1] + 1 :].eq(0).all()

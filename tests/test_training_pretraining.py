@@ -33,7 +33,7 @@ TINY = {
 run = functools.partial(run_training, pretraining.main, TINY)
 
 
-def test_the_loss_on_chosen_positions_equals_the_library_loss(
+def test_the_loss_on_picked_positions_equals_the_library_loss(
     prove, tokenizer, shakespeare_documents
 ):
     """Running the MLM head on the picked positions only changes nothing in the loss."""
@@ -52,7 +52,7 @@ def test_the_loss_on_chosen_positions_equals_the_library_loss(
     )
     mlm, nsp = pretraining.pretraining_loss(model, batch)
     prove(
-        "pretraining loss by hand: MLM on the chosen positions only, plus NSP",
+        "pretraining loss by hand: MLM on the picked positions only, plus NSP",
         "`BertForPreTraining` (its loss)",
         "batch of 5 sentence pairs from three plays, BERT of width 32 (random init)",
         mlm + nsp,
@@ -177,7 +177,7 @@ def test_held_out_accuracy_splits_into_words_and_the_rest(two_acts):
 def test_held_out_accuracy_is_counted_on_each_nsp_class_and_at_mask(bert_shakespeare, two_acts):
     """Each class's NSP accuracy is the share of its own pairs (label 0: B follows A; 1: B
     is random) that BertForPreTraining's head gets right, on the same seeded draw; MLM
-    top-1 at [MASK] counts only the chosen tokens the input hides."""
+    top-1 at [MASK] counts only the picked tokens the input hides."""
     model, tokenizer = bert_shakespeare
     documents, scores = two_acts
     batch = pretraining.pretraining_batch(
@@ -194,6 +194,6 @@ def test_held_out_accuracy_is_counted_on_each_nsp_class_and_at_mask(bert_shakesp
         assert scores[key] == (predicted[mine] == label).sum().item() / mine.sum().item(), key
     assert scores["next_pairs"] == (labels == 0).sum().item()
     # MLM top-1 where the input shows [MASK], not where the answer was left in place
-    hidden = (batch["labels"] != -100) & (batch["input_ids"] == tokenizer.mask_token_id)
-    right = outputs.prediction_logits.argmax(dim=-1)[hidden] == batch["labels"][hidden]
-    assert scores["mlm_top1_at_mask"] == right.sum().item() / hidden.sum().item()
+    at_mask = (batch["labels"] != -100) & (batch["input_ids"] == tokenizer.mask_token_id)
+    right = outputs.prediction_logits.argmax(dim=-1)[at_mask] == batch["labels"][at_mask]
+    assert scores["mlm_top1_at_mask"] == right.sum().item() / at_mask.sum().item()

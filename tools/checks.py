@@ -3,7 +3,8 @@
 - every page is in the nav of mkdocs.yml;
 - every local link points at a page or file that exists, and every #anchor at a
   heading (or id) the target really has;
-- every image a page shows exists (figures are drawn by snippets/figures/).
+- every image a page shows exists (figures are drawn by snippets/figures/);
+- every chapter's front matter says what the index, the tour and the budget read from it.
 
 `mkdocs build --strict` catches most of these too, but without a line number.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import markdown
 
-from snippets.book import nav_pages
+from snippets.book import front_matter, nav_pages, parts
 from tools.pages import DOCS, display, mkdocs_config
 
 CODE = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)  # links in code are examples
@@ -114,3 +115,43 @@ def image_problems(page: Path, figures_dir: Path) -> list[str]:
         )
         problems.append(f"{display(page)}:{line}: missing image {target}: {cause}")
     return problems
+
+
+# what a chapter's front matter holds, and what reads it
+FRONT_MATTER = r"""description: "What the chapter computes, in one sentence"  # the index lists it
+tour:  # the chapter's box on the tour, docs/figures/tour.svg
+  label: "Short\nname"  # two lines of about ten characters at most
+  hands_on: "(B, T, C)"  # the shape of the tensor it hands to the next chapter
+budget:  # only for a chapter that needs more CPU seconds than tools/timings.BUDGET
+  cpu_seconds: 60
+  why: "what it runs that costs them"
+"""
+
+
+def front_matter_problems(page: Path, docs: Path = DOCS) -> list[str]:
+    """A chapter of a part must have the front matter FRONT_MATTER shows."""
+    from tools.timings import BUDGET
+
+    relative = page.relative_to(docs).as_posix()
+    if relative not in {path for _, chapters in parts() for _, path in chapters}:
+        return []
+    meta = front_matter(page)
+    tour, budget = meta.get("tour"), meta.get("budget")
+    missing = []
+    if not isinstance(meta.get("description"), str):
+        missing.append("a description")
+    if not isinstance(tour, dict) or set(tour) != {"label", "hands_on"}:
+        missing.append("its tour box, a label and what it hands on")
+    if budget is not None and (
+        not isinstance(budget, dict)
+        or set(budget) != {"cpu_seconds", "why"}
+        or not budget["cpu_seconds"] > BUDGET
+        or not budget["why"]
+    ):
+        missing.append(f"a budget of more than {BUDGET} CPU seconds with why, or none")
+    if not missing:
+        return []
+    return [
+        f"{display(page)}:1: the chapter's front matter lacks {'; '.join(missing)}. "
+        f"It starts the page, between two lines of ---:\n{FRONT_MATTER}"
+    ]

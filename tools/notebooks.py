@@ -52,7 +52,7 @@ def to_notebook(page: Page, site_url: str | None) -> nbformat.NotebookNode:
         nbformat.v4.new_code_cell(setup_cell([b.code for b in page.cells])),
     ]
     prose: list[str] = []
-    i = 0
+    i = _after_front_matter(lines)
     while i < len(lines):
         lineno = i + 1
         if lineno in python:
@@ -81,6 +81,14 @@ def to_notebook(page: Page, site_url: str | None) -> nbformat.NotebookNode:
     for number, cell in enumerate(notebook.cells):
         cell.id = f"cell-{number}"  # stable ids: the same page gives the same file
     return notebook
+
+
+def _after_front_matter(lines: list[str]) -> int:
+    """The index of the first line after the page's front matter, which the site does not
+    show either."""
+    if lines and lines[0] == "---":
+        return lines.index("---", 1) + 1
+    return 0
 
 
 def _source(block: Block, fence: list[str]) -> str:

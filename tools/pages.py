@@ -379,8 +379,8 @@ def mkdocs_config():
     with contextlib.redirect_stderr(io.StringIO()):
         config = load_config(str(MKDOCS_YML))
     snippets_config = config.mdx_configs.setdefault("tools.trimmed_snippets", {})
-    snippets_config["base_path"] = [
-        str(REPO_ROOT / p) for p in snippets_config.get("base_path", ["."])
+    snippets_config["base_path"] = [  # relative to mkdocs.yml, as MkDocs reads them
+        str(MKDOCS_YML.parent / p) for p in snippets_config.get("base_path", ["."])
     ]
     return config
 

@@ -1,13 +1,21 @@
-"""Scaffold a new chapter: the page, its nav entry and a test stub.
+"""Scaffold a new chapter: the five files a chapter owns, each a stub that passes the
+checks, but the test, which fails until its parity test is written.
 
     make chapter PAGE=bert/my-chapter TITLE="My chapter"
-    python -m tools.scaffold bert/my-chapter "My chapter"
+    make chapter PAGE=gpt2/my-chapter TITLE="My chapter" MODULE=my_gpt2_chapter
+    python -m tools.scaffold bert/my-chapter "My chapter" [--module my_chapter]
 
-The page starts from tools/chapter_template.md and passes the checks as it is;
-the test stub, tests/test_bert_my_chapter.py from tools/chapter_test_template.txt,
-fails until its parity test is written. Test files are named after the page they
-check, part first (`page_test_file`), so pages of the same name in two parts
-never clash.
+From the templates in tools/chapter/:
+
+- docs/bert/my-chapter.md, the page, its front matter included (the home page's list
+  and the tour read it);
+- snippets/my_chapter.py, the code the page includes and its tests import;
+- snippets/figures/bert_my_chapter.py, its figures;
+- tests/test_bert_my_chapter.py, its parity tests: a stub that fails until written;
+- and one line in the nav of mkdocs.yml, after the other chapters of its part.
+
+Test and figure files are named after the page, part first (`page_test_file`), so pages
+of the same name in two parts never clash; the module is named after the page alone.
 """
 
 from __future__ import annotations
@@ -18,26 +26,53 @@ from pathlib import Path
 
 from snippets.book import REPO_ROOT
 
-TEMPLATE = Path(__file__).with_name("chapter_template.md")
-
-TEST_STUB = Path(__file__).with_name("chapter_test_template.txt")  # fills {page}, {function}
+TEMPLATES = Path(__file__).with_name("chapter")
 
 
 def page_test_file(page: str) -> Path:
     """A page's test file: bert/self-attention.md -> tests/test_bert_self_attention.py."""
-    name = page.removesuffix(".md").replace("/", "_").replace("-", "_")
-    return Path("tests") / f"test_{name}.py"
+    return Path("tests") / f"test_{_part_and_stem(page)}.py"
 
 
-def scaffold(page: str, title: str, root: Path = REPO_ROOT) -> list[Path]:
-    """Create docs/<page>.md, its nav entry and its test stub; return the new files."""
+def page_figures_file(page: str) -> Path:
+    """A page's figures: bert/self-attention.md -> snippets/figures/bert_self_attention.py."""
+    return Path("snippets") / "figures" / f"{_part_and_stem(page)}.py"
+
+
+def _part_and_stem(page: str) -> str:
+    return page.removesuffix(".md").replace("/", "_").replace("-", "_")
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    text = (TEMPLATES / template).read_text(encoding="utf-8")
+    for key, value in values.items():
+        text = text.replace(f"{{{key}}}", value)
+    return text
+
+
+def scaffold(page: str, title: str, module: str | None = None, root: Path = REPO_ROOT):
+    """Write the chapter's files and its nav line; return the files written, in `root`."""
     folder, _, stem = page.removesuffix(".md").rpartition("/")
     page = f"{folder}/{stem}.md"
-    doc = root / "docs" / page
-    test = root / page_test_file(page)
-    for path in (doc, test):
-        if path.exists():
-            raise SystemExit(f"{path.relative_to(root)} exists already")
+    module = module or stem.replace("-", "_")
+    values = {
+        "title": title,
+        "page": page,
+        "module": module,
+        "figure": f"{folder}-{stem}.svg",
+        "function": stem.replace("-", "_"),
+    }
+    files = {
+        Path("docs") / page: _fill("page.md", values),
+        Path("snippets") / f"{module}.py": _fill("module.txt", values),
+        page_figures_file(page): _fill("figures.txt", values),
+        page_test_file(page): _fill("test.txt", values),
+    }
+    for path in files:
+        if (root / path).exists():
+            another = path.parent == Path("snippets")
+            hint = ": give the chapter's module another name (MODULE=...)" if another else ""
+            raise SystemExit(f"{path} exists already{hint}")
 
     config = root / "mkdocs.yml"
     lines = config.read_text().splitlines(keepends=True)
@@ -51,18 +86,19 @@ def scaffold(page: str, title: str, root: Path = REPO_ROOT) -> list[Path]:
     indent = last[: len(last) - len(last.lstrip())]
     lines.insert(siblings[-1] + 1, f"{indent}- {title}: {page}\n")
 
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(TEMPLATE.read_text().replace("{title}", title))
-    test.write_text(TEST_STUB.read_text().format(page=page, function=stem.replace("-", "_")))
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
     config.write_text("".join(lines))
-    return [doc, test]
+    return [root / path for path in files]
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(prog="python -m tools.scaffold", description=__doc__)
     parser.add_argument("page", help="the page under docs/, e.g. bert/my-chapter")
     parser.add_argument("title", help="the chapter's title, as in the nav")
+    parser.add_argument("--module", help="the module under snippets/ (default: the page's name)")
     args = parser.parse_args()
-    for path in scaffold(args.page, args.title):
+    for path in scaffold(args.page, args.title, args.module):
         print(f"created {path.relative_to(REPO_ROOT)}")
     print("added it to the nav in mkdocs.yml")

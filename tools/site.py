@@ -14,6 +14,8 @@
 - under each chapter's title: how long its code took in the last test run, and
   with which versions (measured, never typed), and links to the chapter as a
   notebook, to download or to open in Colab;
+- on the home page, the list of chapters, part by part in the nav's order, each with the
+  description its front matter gives;
 - on the proof table's page: the table, every equality the tests prove, measured where
   the last test run measured it (tools/proofs.py); on the exercises' page, the list of
   every exercise, read from the chapters (tools/exercises.py);
@@ -28,9 +30,12 @@ import nbformat
 from latex2mathml.converter import convert
 
 from snippets import figures
+from snippets.book import front_matter, parts
 from snippets.hub import provision, use_offline_hub
 from tools import exercises, labs, live, notebooks, proofs, timings
 from tools.pages import DOCS, lab_notebook_path, notebook_path, pages, parse
+
+CHAPTERS = "<!-- the chapters -->"  # where docs/index.md lists them
 
 MATH = re.compile(
     r'<(?P<tag>span|div) class="arithmatex">\s*(?:\\\((?P<inline>.*?)\\\)|\\\[(?P<block>.*?)\\\])'
@@ -68,6 +73,8 @@ def on_page_markdown(markdown, page, config, files):
         return markdown.replace(proofs.MARKER, proofs.table(repo_url=config.repo_url))
     if exercises.MARKER in markdown:
         return markdown.replace(exercises.MARKER, exercises.listing())
+    if CHAPTERS in markdown:
+        return markdown.replace(CHAPTERS, chapter_listing())
     if source.suffix != ".md" or not notebooks.has_notebook(parse(source)):
         return markdown  # not a chapter
     to_root = "../" * page.url.count("/")
@@ -80,6 +87,18 @@ def on_page_markdown(markdown, page, config, files):
     title, _, rest = markdown.partition("\n")
     line = f":material-timer-outline: {timings.provenance(source)} · {links}"
     return f'{title}\n\n<p class="provenance" markdown>{line}</p>\n{rest}'
+
+
+def chapter_listing() -> str:
+    """Each part of the nav, a heading, and its chapters, each linked, with its description:
+    the Markdown that replaces CHAPTERS on the home page."""
+    out = []
+    for title, chapters in parts():
+        out += [f"## {title}", ""]
+        for name, page in chapters:
+            out.append(f"- **[{name}]({page}).** {front_matter(DOCS / page)['description']}")
+        out.append("")
+    return "\n".join(out)
 
 
 def on_page_content(content, page, config, files):

@@ -6,7 +6,7 @@ the site prints the wall time under each chapter's title, with the versions. Not
 is typed by hand: a build with no timing from these versions shows the versions only.
 
 A page's budget is in CPU seconds, which a busy machine moves far less than wall time:
-BUDGET, or the figure beside its name in BUDGETS, with the reason. Over it, the test run's
+BUDGET, or the page's own, with the reason, in its front matter. Over it, the test run's
 summary warns; over twice it, the page's budget test fails (docs/contributing.md).
 """
 
@@ -15,35 +15,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from snippets.book import CACHE, read_json, write_json
+from snippets.book import CACHE, front_matter, read_json, write_json
 from tools.pages import DOCS
 
 TIMINGS = CACHE / "page-timings.json"
 
 BUDGET = 20  # CPU seconds a page may use as-is, kernel start included
-BUDGETS: dict[str, tuple[float, str]] = {  # page -> (CPU seconds, why it needs them)
-    "training/fine-tuning.md": (
-        120,
-        "32 AdamW steps on all of MiniLM's 22.7M weights, held-out "
-        "accuracy on 400 sentences three times, two frozen baselines",
-    ),
-    "transformer/training.md": (
-        100,
-        "trains the Transformer from scratch, 800 steps, until it reverses digits",
-    ),
-    "efficient/lora.md": (60, "32 AdamW steps of LoRA on MiniLM, two steps beside peft's"),
-    "bert/sentence-embeddings.md": (25, "embeds the 3,081 lines of The Tempest with MiniLM"),
-    "efficient/quantization.md": (
-        40,
-        "held-out loss of the book's GPT-2 on Act 1 of The Tempest in eight formats, two "
-        "written by hand as K-quants, and the SmolLM2 file read byte by byte",
-    ),
-}
 
 
 def budget(page: Path) -> float:
-    """The CPU seconds page may use as-is."""
-    return BUDGETS.get(page.relative_to(DOCS).as_posix(), (BUDGET, ""))[0]
+    """The CPU seconds a page may use as-is: BUDGET, or the page's own, given in its front
+    matter with the reason, `budget: {cpu_seconds: 60, why: "..."}`."""
+    own = front_matter(page).get("budget")
+    return own["cpu_seconds"] if own else BUDGET
 
 
 def record(page: Path, seconds: float, cpu_seconds: float, timings: Path = TIMINGS) -> None:

@@ -1,10 +1,13 @@
 """Every figure of the book is a function here, drawn by the build.
 
-A module per chapter registers its figures with `@figure("name.svg")`. `build()`
-writes them to docs/figures/ (git-ignored), redrawing only those whose
-fingerprint changed: the source of the module that draws it, this file,
-snippets/hub.py (which pins the weights figures are drawn from), any extra
-`inputs`, and the matplotlib version. The same code gives the same bytes.
+A module per chapter, named like its test file (docs/bert/self-attention.md:
+bert_self_attention.py), registers the figures its page shows with
+`@figure("name.svg")`; code that figures of several chapters use lives in private
+modules (`_*.py`, not imported by `all_figures()`). `build()` writes the figures to
+docs/figures/ (git-ignored), redrawing only those whose fingerprint changed: the
+source of the module that draws it, of every private module, of this file and of
+snippets/hub.py (which pins the weights figures are drawn from), any extra `inputs`,
+and the matplotlib version. The same code gives the same bytes.
 
     python -m snippets.figures          # redraw what changed
     python -m snippets.figures --all    # redraw everything
@@ -49,10 +52,16 @@ class Figure:
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256(matplotlib.__version__.encode())
-        sources = (Path(inspect.getfile(self.draw)), Path(__file__), Path(hub.__file__))
-        for path in (*sources, *self.inputs):
+        code = (Path(inspect.getfile(self.draw)), *private_modules(), Path(__file__))
+        for path in (*code, Path(hub.__file__), *self.inputs):
             digest.update(path.read_bytes())
         return digest.hexdigest()
+
+
+def private_modules() -> list[Path]:
+    """The package's private modules, `_*.py`: helpers that figures of several chapters use."""
+    here = Path(__file__).parent
+    return sorted(p for p in here.glob("_*.py") if not p.name.startswith("__"))
 
 
 REGISTRY: dict[str, Figure] = {}

@@ -1,76 +1,39 @@
 """The landing page's map of the book: each part of the nav as a row of its chapters,
-in nav order, with the shape of the tensor each chapter hands to the next."""
+in nav order, with the shape of the tensor each chapter hands to the next, as each
+chapter's front matter gives them."""
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyBboxPatch
 
-from snippets.book import MKDOCS_YML, nav
+from snippets.book import DOCS, MKDOCS_YML, front_matter, parts
 from snippets.figures import figure
 
-# each chapter's box: a short name and what it hands on; the parts and their order
-# come from the nav of mkdocs.yml
-BOXES = {
-    "bert/tokenizer.md": ("Tokenizer", "ids (B, T)"),
-    "bert/model.md": ("Model &\nconfig", "BertModel"),
-    "bert/embeddings.md": ("Embeddings", "(B, T, C)"),
-    "bert/self-attention.md": ("Self-\nattention", "(B, H, T, T)"),
-    "bert/attention-output.md": ("Add & norm", "(B, T, C)"),
-    "bert/feed-forward.md": ("Feed-\nforward", "(B, T, C)"),
-    "bert/encoder.md": ("Encoder", "L × (B, T, C)"),
-    "bert/pooler.md": ("Pooler", "(B, C)"),
-    "bert/sentence-embeddings.md": ("Sentence\nembeddings", "(B, C)"),
-    "bert/task-heads.md": ("Task\nheads", "(B, 2)"),
-    "training/masking.md": ("Masking\nrecipe", "ids, labels"),
-    "training/pretraining.md": ("Pretraining\nMLM & NSP", "weights"),
-    "training/mlm-head.md": ("MLM head", "(M, V)"),
-    "training/fine-tuning.md": ("Fine-\ntuning", "(B, 2)"),
-    "transformer/embeddings.md": ("Embeddings\n& positions", "(B, T, C)"),
-    "transformer/attention.md": ("Attention\n& masks", "(B, H, T, T)"),
-    "transformer/multi-head.md": ("Multi-head", "(B, T, C)"),
-    "transformer/feed-forward.md": ("FFN &\nLayerNorm", "(B, T, C)"),
-    "transformer/layers.md": ("Encoder &\ndecoder", "(B, T, C)"),
-    "transformer/model.md": ("Full model", "(B, T, V)"),
-    "transformer/training.md": ("Training", "loss"),
-    "gpt2/encoder-to-decoder.md": ("Encoder to\ndecoder", "(B, T, C)"),
-    "gpt2/tokenizer.md": ("Byte-level\nBPE", "ids (1, T)"),
-    "gpt2/training.md": ("Training\na GPT-2", "weights"),
-    "gpt2/forward.md": ("Forward\npass", "logits (1, T, V)"),
-    "gpt2/generation.md": ("Generation", "next id"),
-    "gpt2/kv-cache.md": ("KV cache", "(1, H, T, D)"),
-    "gpt2/beam-search.md": ("Beams &\nbatches", "ids (B, T')"),
-    "gpt2/smollm2.md": ("SmolLM2", "text"),
-    "gpt2/looking-inside.md": ("Looking\ninside", "(L + 1, T, V)"),
-    "efficient/tiled-attention.md": ("Tiled\nattention", "(B, H, T, D)"),
-    "efficient/quantization.md": ("Quanti-\nzation", "bytes (n, 20)"),
-    "efficient/speculative-decoding.md": ("Specu-\nlative", "ids (1, T + k)"),
-    "efficient/lora.md": ("LoRA", "B A (C, C)"),
-}
 COLOURS = ["#3f51b5", "#6a1b9a", "#00897b", "#e65100", "#546e7a", "#ad1457"]
+CHAPTERS = tuple(DOCS / page for _, chapters in parts() for _, page in chapters)
 
 
-def parts() -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """Each part of the nav, in order: (title, [(box name, page, what it hands on)]).
+def rows() -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Each part, in nav order: (title, [(box label, page, what it hands on)]), read from
+    each chapter's front matter, `tour: {label: ..., hands_on: ...}`."""
+    found = []
+    for title, chapters in parts():
+        boxes = []
+        for _, page in chapters:
+            tour = front_matter(DOCS / page).get("tour")
+            if not isinstance(tour, dict) or set(tour) != {"label", "hands_on"}:
+                raise ValueError(
+                    f"docs/{page}: the tour draws a box per chapter from the page's front "
+                    'matter, `tour:` with `label: "Short\\nname"` and `hands_on: "(B, T, C)"` '
+                    "(the shape of the tensor it hands on); see docs/contributing.md"
+                )
+            boxes.append((tour["label"], page, tour["hands_on"]))
+        found.append((title, boxes))
+    return found
 
-    A part is a titled section of chapters; the Labs section (notebooks and live pages)
-    is not a part.
-    """
-    rows = []
-    for title, pages in nav():
-        chapters = [page for _, page in pages if not page.startswith(("labs/", "live/"))]
-        if not title or not chapters:
-            continue
-        missing = [page for page in chapters if page not in BOXES]
-        if missing:
-            raise KeyError(
-                f"snippets/figures/tour.py: add {missing} to BOXES, so the tour shows it"
-            )
-        rows.append((title, [(BOXES[page][0], page, BOXES[page][1]) for page in chapters]))
-    return rows
 
-
-@figure("tour.svg", inputs=(MKDOCS_YML,))
+@figure("tour.svg", inputs=(MKDOCS_YML, *CHAPTERS))
 def tour():
-    tour = parts()
+    tour = rows()
     columns = max(len(chapters) for _, chapters in tour)
     box_w, box_h, gap, row_h = 1.05, 0.58, 0.16, 1.55
     width = columns * (box_w + gap) - gap + 0.1

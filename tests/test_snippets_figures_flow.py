@@ -1,10 +1,10 @@
-"""snippets/figures/bert.py, which draws the flow diagrams of docs/bert/: the shapes it
-records with forward hooks are those of MiniLM's real run under transformers, and its
-hooks are gone afterwards."""
+"""snippets/figures/_flow.py, which draws the flow diagrams of docs/bert/ and
+docs/gpt2/encoder-to-decoder.md: the shapes it records with forward hooks are those of
+MiniLM's real run under transformers, and its hooks are gone afterwards."""
 
 import pytest
 
-from snippets.figures.bert import record_calls
+from snippets.figures._flow import record_calls
 from tests.inputs import PAIRS
 
 pytestmark = pytest.mark.usefixtures("no_grad")

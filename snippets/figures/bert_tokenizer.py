@@ -1,4 +1,4 @@
-"""Figures of the tokenizer chapter (docs/bert/tokenizer.md)."""
+"""Figures of docs/bert/tokenizer.md: the padded batch, its mask and its token types."""
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle

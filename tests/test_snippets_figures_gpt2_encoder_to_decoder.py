@@ -1,10 +1,16 @@
-"""snippets/figures/encoder_to_decoder.py, which draws docs/gpt2/encoder-to-decoder.md's
+"""snippets/figures/gpt2_encoder_to_decoder.py, which draws docs/gpt2/encoder-to-decoder.md's
 diagrams: the shapes it records are those of the live layers, Part II's DecoderLayer and
 the book GPT-2's first block, and the labels name every size once."""
 
 import pytest
 
-from snippets.figures.encoder_to_decoder import B, S, T, recorded_decoder_layer, recorded_gpt2
+from snippets.figures.gpt2_encoder_to_decoder import (
+    B,
+    S,
+    T,
+    recorded_decoder_layer,
+    recorded_gpt2,
+)
 
 pytestmark = pytest.mark.usefixtures("no_grad")
 

@@ -1,10 +1,10 @@
-"""Figures of docs/gpt2/encoder-to-decoder.md: Part II's decoder layer and GPT-2's block,
-side by side, as tensor-flow diagrams.
+"""Figures of docs/gpt2/encoder-to-decoder.md: Part II's decoder layer and GPT-2's block.
 
-As in Part I (snippets/figures/bert.py), the boxes are not drawn by hand: `record_calls`
-hooks every submodule of the live layer, runs it, and each box is labelled with the
-module's name and the shapes its hook saw. Arithmetic that is no module (the residual sum,
-an activation that is a plain function) is drawn dashed.
+Side by side, as tensor-flow diagrams. As in Part I (snippets/figures/_flow.py), the
+boxes are not drawn by hand: `record_calls` hooks every submodule of the live layer, runs
+it, and each box is labelled with the module's name and the shapes its hook saw.
+Arithmetic that is no module (the residual sum, an activation that is a plain function)
+is drawn dashed.
 """
 
 import itertools
@@ -13,7 +13,7 @@ from functools import cache
 import torch
 
 from snippets.figures import figure
-from snippets.figures.bert import Node, draw_flow, module_node, record_calls
+from snippets.figures._flow import Node, draw_flow, module_node, record_calls
 from snippets.hub import GPT2_SHAKESPEARE
 
 TRANSFORMER = "snippets/transformer.py"  # Part II's layer, drawn from its code
