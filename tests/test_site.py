@@ -1,6 +1,7 @@
 """The site builds strictly, renders math itself and loads nothing from another host."""
 
 import re
+from html import unescape
 from html.parser import HTMLParser
 from urllib.parse import urlparse
 
@@ -188,10 +189,10 @@ def test_every_link_in_the_built_site_resolves(site):
 
 
 def test_the_home_page_lists_every_chapter_of_the_nav_with_its_description(site):
-    html = (site / "index.html").read_text(encoding="utf-8")
+    html = unescape((site / "index.html").read_text(encoding="utf-8"))
     for title, chapters in parts():
-        assert f">{title}</h2>" in html or f">{title}<a" in html, title
+        assert f">{title}<a" in html, title
         for _, page in chapters:
+            link = f'<a href="{site_path(DOCS / page)}">'
             description = front_matter(DOCS / page)["description"]
-            assert f'href="{site_path(DOCS / page)}/"' in html, page
-            assert description.replace("'", "&#39;") in html.replace("&rsquo;", "'"), page
+            assert re.search(f"{re.escape(link)}.*?</strong> {re.escape(description)}", html), page

@@ -8,7 +8,7 @@ here, and this module handles them:
 - a block in a box is indented by four spaces, which ruff does not count: the pages are
   formatted to LINE_LENGTH, so that no line of a box is wider than the page shows.
 
-    python -m tools.formatting --check   # what `make test` runs: each page's diff
+    python -m tools.formatting --check   # each page's diff; the tests check each page
     python -m tools.formatting           # formats them in place (`make format`)
 """
 

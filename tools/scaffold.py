@@ -1,5 +1,5 @@
-"""Scaffold a new chapter: the five files a chapter owns, each a stub that passes the
-checks, but the test, which fails until its parity test is written.
+"""Scaffold a new chapter: the four files a chapter owns and its nav line, each a stub
+that passes the checks, but the test, which fails until its parity test is written.
 
     make chapter PAGE=bert/my-chapter TITLE="My chapter"
     make chapter PAGE=gpt2/my-chapter TITLE="My chapter" MODULE=my_gpt2_chapter

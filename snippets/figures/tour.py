@@ -40,7 +40,8 @@ def tour():
     height = row_h * (len(tour) - 1) + box_h + 1.8
     fig = plt.figure(figsize=(width, height))
     ax = fig.add_axes((0, 0, 1, 1))  # one data unit is one inch: text fits the boxes
-    for row, ((title, chapters), colour) in enumerate(zip(tour, COLOURS, strict=False)):
+    for row, (title, chapters) in enumerate(tour):
+        colour = COLOURS[row % len(COLOURS)]
         y = row_h * (len(tour) - 1 - row)
         ax.text(0, y + box_h + 0.22, title, fontsize=10, weight="bold", color=colour)
         for i, (name, _, hands_on) in enumerate(chapters):
