@@ -52,7 +52,7 @@ class Settings:
     num_layers: int = 4  # encoder layers
     num_heads: int = 4  # H; head size D = C / H = 32
     intermediate_size: int = 512  # the feed-forward's hidden width, 4 × C as in BERT
-    batch_size: int = 32  # B pairs per step: 4,096 tokens, about 600 of them masked
+    batch_size: int = 32  # B pairs per step: 4,096 tokens, about 600 of them picked
     steps: int = 4000  # 16.4 M token slots: about twelve passes over the 1.3 M training tokens
     lr: float = 1e-3  # peak AdamW rate: high, as small models and short runs allow
     warmup_steps: int = 100  # the rate rises linearly from 0 to its peak
@@ -265,7 +265,7 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
     if it is given."""
     generator = torch.Generator().manual_seed(seed)
     is_word = word_tokens(tokenizer)  # (V,)
-    mlm_keys = ["mlm_top1", "mlm_top5", "masked", "word_top1", "words"]
+    mlm_keys = ["mlm_top1", "mlm_top5", "picked", "word_top1", "words"]
     at_mask_keys = ["at_mask_top1", "at_mask", "at_mask_word_top1", "at_mask_words"]
     counts = dict.fromkeys([*mlm_keys, "nsp", "nsp_next", "next", *at_mask_keys], 0)
     for start in range(0, pairs, batch_size):
@@ -286,7 +286,7 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         words = is_word[targets]  # (M,)
         counts["mlm_top1"] += right.sum().item()
         counts["mlm_top5"] += (top5 == targets[:, None]).any(dim=1).sum().item()
-        counts["masked"] += len(targets)
+        counts["picked"] += len(targets)
         counts["word_top1"] += right[words].sum().item()
         counts["words"] += words.sum().item()
         # the picked tokens the input shows as [MASK]: the others are a random token or the
@@ -302,18 +302,19 @@ def held_out_accuracy(model, tokenizer, documents, pairs=512, batch_size=64, see
         counts["nsp_next"] += nsp_right[is_next].sum().item()
         counts["next"] += is_next.sum().item()
     return {
-        "mlm_top1": counts["mlm_top1"] / counts["masked"],
-        "mlm_top5": counts["mlm_top5"] / counts["masked"],
+        "mlm_top1": counts["mlm_top1"] / counts["picked"],
+        "mlm_top5": counts["mlm_top5"] / counts["picked"],
         "mlm_top1_words": counts["word_top1"] / counts["words"],
         "mlm_top1_other": (counts["mlm_top1"] - counts["word_top1"])
-        / (counts["masked"] - counts["words"]),
+        / (counts["picked"] - counts["words"]),
         "mlm_top1_at_mask": counts["at_mask_top1"] / counts["at_mask"],
         "mlm_top1_words_at_mask": counts["at_mask_word_top1"] / counts["at_mask_words"],
         "nsp_accuracy": counts["nsp"] / pairs,
         "next_pairs": counts["next"],
         "nsp_is_next": counts["nsp_next"] / counts["next"],  # on the pairs where B follows A
         "nsp_random": (counts["nsp"] - counts["nsp_next"]) / (pairs - counts["next"]),
-        "masked_tokens": counts["masked"],
+        # names kept as metrics.json ships them: all the picked tokens, and the words among them
+        "masked_tokens": counts["picked"],
         "masked_words": counts["words"],
         "pairs": pairs,
     }
