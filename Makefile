@@ -85,4 +85,5 @@ format: $(INSTALLED)
 
 # a new chapter: its page, module, figures and failing test stub, and its nav line
 chapter: setup
-	$(BIN)/python -m tools.scaffold "$(PAGE)" "$(TITLE)" $(if $(MODULE),--module $(MODULE))
+	$(BIN)/python -m tools.scaffold "$(PAGE)" "$(TITLE)" $(if $(MODULE),--module $(MODULE)) \
+	  $(if $(PART),--part "$(PART)")

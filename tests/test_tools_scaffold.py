@@ -105,3 +105,22 @@ def test_a_second_chapter_of_the_same_name_needs_a_module_of_its_own(tmp_path):
         "snippets/figures/gpt2_attention_maps.py",
         "tests/test_gpt2_attention_maps.py",
     ]
+
+
+def test_the_first_chapter_of_a_new_part_names_it_and_its_section_follows_the_last_part(
+    tmp_path,
+):
+    shutil.copy(REPO_ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    with pytest.raises(SystemExit, match=r'PART="Part V: its title"'):
+        scaffold("assistant/chat-format", "The chat format", root=tmp_path)
+    part = "Part V: from a language model to an assistant"
+    scaffold("assistant/chat-format", "The chat format", part=part, root=tmp_path)
+    scaffold("assistant/sft", "Supervised fine-tuning", root=tmp_path)
+    nav = (tmp_path / "mkdocs.yml").read_text().splitlines()
+    start = nav.index(f'  - "{part}":')
+    assert nav[start + 1 : start + 4] == [
+        "      - The chat format: assistant/chat-format.md",
+        "      - Supervised fine-tuning: assistant/sft.md",
+        "  - Labs:",
+    ]
+    assert nav[start - 1] == "      - LoRA by hand: efficient/lora.md"

@@ -3,6 +3,7 @@ that passes the checks, but the test, which fails until its parity test is writt
 
     make chapter PAGE=bert/my-chapter TITLE="My chapter"
     make chapter PAGE=gpt2/my-chapter TITLE="My chapter" MODULE=my_gpt2_chapter
+    make chapter PAGE=assistant/chat TITLE="The chat format" PART="Part V: an assistant"
     python -m tools.scaffold bert/my-chapter "My chapter" [--module my_chapter]
 
 From the templates in tools/chapter/:
@@ -24,7 +25,7 @@ import argparse
 import re
 from pathlib import Path
 
-from snippets.book import REPO_ROOT
+from snippets.book import NOT_CHAPTERS, REPO_ROOT
 
 TEMPLATES = Path(__file__).with_name("chapter")
 
@@ -43,6 +44,32 @@ def _part_and_stem(page: str) -> str:
     return page.removesuffix(".md").replace("/", "_").replace("-", "_")
 
 
+def _with_nav_line(lines: list[str], folder: str, entry: str, part: str | None) -> list[str]:
+    """mkdocs.yml's lines with `entry` after the last chapter of docs/<folder>/, or, for a
+    new part, in a new section after the last part's last chapter."""
+    chapter = re.compile(r"^(\s*)- .*:\s+(\S+)\.md\s*$")  # a title may hold colons
+    placed = [i for i, line in enumerate(lines) if re.search(rf":\s+{folder}/\S+\.md\s*$", line)]
+    if placed and folder:
+        indent = chapter.match(lines[placed[-1]]).group(1)
+        return [*lines[: placed[-1] + 1], indent + entry, *lines[placed[-1] + 1 :]]
+    if not part or not folder:
+        raise SystemExit(
+            f"no nav section in mkdocs.yml holds pages of docs/{folder}/: to start a new "
+            'part, name it: PART="Part V: its title" (--part)'
+        )
+    chapters = [
+        i
+        for i, line in enumerate(lines)
+        if (found := chapter.match(line))
+        and "/" in found.group(2)
+        and not found.group(2).startswith(NOT_CHAPTERS)
+    ]
+    last = chapters[-1]
+    indent = chapter.match(lines[last]).group(1)
+    section = [f'{indent[:-4]}- "{part}":\n', indent + entry]
+    return [*lines[: last + 1], *section, *lines[last + 1 :]]
+
+
 def _fill(template: str, values: dict[str, str]) -> str:
     text = (TEMPLATES / template).read_text(encoding="utf-8")
     for key, value in values.items():
@@ -50,8 +77,16 @@ def _fill(template: str, values: dict[str, str]) -> str:
     return text
 
 
-def scaffold(page: str, title: str, module: str | None = None, root: Path = REPO_ROOT):
-    """Write the chapter's files and its nav line; return the files written, in `root`."""
+def scaffold(
+    page: str,
+    title: str,
+    module: str | None = None,
+    part: str | None = None,
+    root: Path = REPO_ROOT,
+):
+    """Write the chapter's files and its nav line; return the files written, in `root`.
+    The first chapter of a new part names the part: its nav section goes after the last
+    part's."""
     folder, _, stem = page.removesuffix(".md").rpartition("/")
     page = f"{folder}/{stem}.md"
     module = module or stem.replace("-", "_")
@@ -76,15 +111,7 @@ def scaffold(page: str, title: str, module: str | None = None, root: Path = REPO
 
     config = root / "mkdocs.yml"
     lines = config.read_text().splitlines(keepends=True)
-    siblings = [i for i, line in enumerate(lines) if re.search(rf":\s+{folder}/\S+\.md\s*$", line)]
-    if not folder or not siblings:
-        raise SystemExit(
-            f"no nav section in mkdocs.yml holds pages of docs/{folder}/: add the part's "
-            "section first, then run this again"
-        )
-    last = lines[siblings[-1]]
-    indent = last[: len(last) - len(last.lstrip())]
-    lines.insert(siblings[-1] + 1, f"{indent}- {title}: {page}\n")
+    lines = _with_nav_line(lines, folder, f"- {title}: {page}\n", part)
 
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +125,8 @@ if __name__ == "__main__":
     parser.add_argument("page", help="the page under docs/, e.g. bert/my-chapter")
     parser.add_argument("title", help="the chapter's title, as in the nav")
     parser.add_argument("--module", help="the module under snippets/ (default: the page's name)")
+    parser.add_argument("--part", help="the title of a new part, for its first chapter")
     args = parser.parse_args()
-    for path in scaffold(args.page, args.title, args.module):
+    for path in scaffold(args.page, args.title, args.module, args.part):
         print(f"created {path.relative_to(REPO_ROOT)}")
     print("added it to the nav in mkdocs.yml")
