@@ -10,7 +10,7 @@ INSTALLED := $(VENV)/.installed
 LINTED := snippets tools tests hooks.py docs/labs
 # the drift check's venv (make test-latest): the same install, but today's releases of these
 LATEST := .venv-latest
-LATEST_PACKAGES := transformers tokenizers peft sentence-transformers gguf huggingface-hub
+LATEST_PACKAGES := transformers tokenizers peft trl sentence-transformers gguf huggingface-hub
 
 .PHONY: serve test test-reader test-proofs test-latest setup chromium chapter format
 

@@ -112,15 +112,16 @@ def test_the_first_chapter_of_a_new_part_names_it_and_its_section_follows_the_la
 ):
     shutil.copy(REPO_ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
     with pytest.raises(SystemExit, match=r'PART="Part V: its title"'):
-        scaffold("assistant/chat-format", "The chat format", root=tmp_path)
-    part = "Part V: from a language model to an assistant"
-    scaffold("assistant/chat-format", "The chat format", part=part, root=tmp_path)
-    scaffold("assistant/sft", "Supervised fine-tuning", root=tmp_path)
+        scaffold("agents/tool-calls", "Tool calls", root=tmp_path)
+    part = "Part VI: from an assistant to an agent"
+    scaffold("agents/tool-calls", "Tool calls", part=part, root=tmp_path)
+    scaffold("agents/memory", "Memory: what a turn keeps", root=tmp_path)
     nav = (tmp_path / "mkdocs.yml").read_text().splitlines()
     start = nav.index(f'  - "{part}":')
     assert nav[start + 1 : start + 4] == [
-        "      - The chat format: assistant/chat-format.md",
-        "      - Supervised fine-tuning: assistant/sft.md",
+        "      - Tool calls: agents/tool-calls.md",
+        '      - "Memory: what a turn keeps": agents/memory.md',
         "  - Labs:",
     ]
-    assert nav[start - 1] == "      - LoRA by hand: efficient/lora.md"
+    before = (REPO_ROOT / "mkdocs.yml").read_text().splitlines()
+    assert nav[start - 1] == before[before.index("  - Labs:") - 1]  # the last part's last line

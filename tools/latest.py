@@ -37,6 +37,7 @@ PACKAGES = (
     "transformers",
     "tokenizers",
     "peft",
+    "trl",
     "sentence-transformers",
     "gguf",
     "huggingface-hub",

@@ -22,7 +22,10 @@ of the same name in two parts never clash; the module is named after the page al
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from snippets.book import NOT_CHAPTERS, REPO_ROOT
@@ -111,12 +114,18 @@ def scaffold(
 
     config = root / "mkdocs.yml"
     lines = config.read_text().splitlines(keepends=True)
-    lines = _with_nav_line(lines, folder, f"- {title}: {page}\n", part)
+    # a title with a colon, as "Part III" has, is a YAML string in double quotes
+    label = json.dumps(title, ensure_ascii=False) if ":" in title or "#" in title else title
+    lines = _with_nav_line(lines, folder, f"- {label}: {page}\n", part)
 
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text, encoding="utf-8")
     config.write_text("".join(lines))
+    # the module's name decides where its import sorts, in the figures and the test
+    python = [str(root / path) for path in files if path.suffix == ".py"]
+    ruff = [sys.executable, "-m", "ruff", "check", "--quiet", "--no-cache", "--fix", "--select=I"]
+    subprocess.run([*ruff, *python], cwd=root, check=True)
     return [root / path for path in files]
 
 
