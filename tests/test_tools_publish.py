@@ -23,6 +23,7 @@ from snippets.book import DOCS, REPO_ROOT
 from snippets.hub import (
     BERT_SHAKESPEARE,
     GPT2_SHAKESPEARE,
+    GPT2_SPEAKER,
     MOVIE_REVIEWS_FILE,
     MOVIE_REVIEWS_ID,
     MOVIE_REVIEWS_SHA256,
@@ -89,7 +90,7 @@ def ids_the_pages_load() -> set[str]:
 
 def test_the_plan_publishes_exactly_the_ids_the_pages_load():
     plan_ids = [repo.repo_id for repo in upload_plan()]
-    assert len(plan_ids) == len(set(plan_ids)) == 3
+    assert len(plan_ids) == len(set(plan_ids)) == 4
     assert set(plan_ids) == ids_the_pages_load()
 
 
@@ -98,6 +99,7 @@ def test_the_plan_holds_the_provisioning_tables_files_which_are_the_local_files(
     expected = {
         GPT2_SHAKESPEARE.repo_id: ("model", GPT2_SHAKESPEARE.trained_here, GPT2_SHAKESPEARE.sha256),
         BERT_SHAKESPEARE.repo_id: ("model", BERT_SHAKESPEARE.trained_here, BERT_SHAKESPEARE.sha256),
+        GPT2_SPEAKER.repo_id: ("model", GPT2_SPEAKER.trained_here, GPT2_SPEAKER.sha256),
         MOVIE_REVIEWS_ID: (
             "dataset",
             movie_reviews_dir(),
