@@ -4,9 +4,10 @@ against the library's (the tagged copy of the template) and TRL's `SFTTrainer`, 
 conversations the page does not show: a system message or none, one that is not first, a
 conversation that opens with the assistant, empty contents, unicode, content that starts
 with whitespace (its first token merges with the header's newline, and both masks count
-the merged token), Jinja-like braces, 3,000 tokens. Every equality is exact: strings with
-==, ids and masks with a tolerance of 0. Then the generation loop stopped at <|im_end|>
-against `model.generate`, and the page's three warnings.
+the merged token), Jinja-like braces, two messages of about 3,000 tokens each. Every
+equality is exact: strings with ==, ids and masks with a tolerance of 0. Then the
+generation loop stopped at <|im_end|> against `model.generate`, and the page's three
+warnings.
 """
 
 import pytest
@@ -78,7 +79,7 @@ CONVERSATIONS = {
         {"role": "user", "content": "Second."},
         {"role": "assistant", "content": "Both read."},
     ],
-    "3,000 tokens": [
+    "two messages of about 3,000 tokens each": [
         {"role": "user", "content": LONG},
         {"role": "assistant", "content": LONG},
     ],
@@ -101,8 +102,44 @@ def tagged(tokenizer):
 
 
 def test_the_long_conversation_is_long(tokenizer):
-    ids = tokenizer.apply_chat_template(CONVERSATIONS["3,000 tokens"])["input_ids"]
-    assert len(ids) > 3000
+    for message in CONVERSATIONS["two messages of about 3,000 tokens each"]:
+        length = len(tokenizer(message["content"], add_special_tokens=False)["input_ids"])
+        assert 2500 < length < 3500, length
+
+
+def test_the_untagged_template_gives_a_mask_of_zeros_and_trl_refuses_it(tmp_path, tokenizer):
+    """The page: the library's mask with SmolLM2's own template is all zeros (a warning is
+    logged, nothing raised); TRL's SFTTrainer(assistant_only_loss=True) refuses the
+    template (and accepts the tagged copy: test_the_mask_equals_trl_sft_trainers_labels)."""
+    from datasets import Dataset
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    for messages in [conversation, *CONVERSATIONS.values()]:
+        out = tokenizer.apply_chat_template(messages, return_assistant_tokens_mask=True)
+        assert len(out["assistant_masks"]) == len(out["input_ids"])
+        assert not any(out["assistant_masks"])
+    tiny = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            head_dim=8,
+        )
+    )
+    args = SFTConfig(
+        output_dir=str(tmp_path), use_cpu=True, report_to="none", assistant_only_loss=True
+    )
+    with pytest.raises(ValueError, match="patching is not supported for this template"):
+        SFTTrainer(
+            model=tiny,
+            args=args,
+            train_dataset=Dataset.from_list([{"messages": conversation}]),
+            processing_class=AutoTokenizer.from_pretrained(smollm2_dir()),
+        )
 
 
 def test_the_default_system_prompt_is_read_from_the_template(tokenizer):
@@ -196,7 +233,15 @@ def test_each_counted_span_is_a_reply_and_its_im_end(tokenizer):
         ids, mask = encoded["input_ids"], encoded["assistant_mask"]
         replies = sum(m["role"] == "assistant" for m in messages)
         assert int((mask & (ids == end)).sum()) == replies  # each reply's <|im_end|> counted
-        assert not (mask[1:] & ~mask[:-1] & (ids[1:] == end) & (ids[:-1] == end)).any()
+        # each counted span starts right after the header's `ass istant`: on `Ċ` alone, or
+        # on the reply's first token when that token holds the header's newline
+        tokens = tokenizer.convert_ids_to_tokens(ids)
+        for s in (mask[1:] & ~mask[:-1]).nonzero()[:, 0].tolist():  # a span starts at s + 1
+            if tokens[s] == "Ċ":
+                assert tokens[s - 2 : s] == ["ass", "istant"], (messages, s)
+            else:
+                assert tokens[s - 1 : s + 1] == ["ass", "istant"], (messages, s)
+                assert tokens[s + 1].startswith("Ċ") and tokens[s + 1] != "Ċ", (messages, s)
         roles = [
             role for role, counted in zip(encoded["roles"], mask.tolist(), strict=True) if counted
         ]

@@ -58,5 +58,8 @@ def the_tokens_the_loss_counts():
         Rectangle((0, 0), 1, 1, facecolor="white", edgecolor=COUNTED, lw=2, label="loss counts")
     )
     ax.legend(handles=handles, loc="lower right", ncol=4, frameon=False, fontsize=8)
-    ax.set_title("Each message on a row, coloured by role; outlined and underlined: counted")
+    ax.set_title(
+        "Each message on a row, coloured by role; outlined and underlined: counted"
+        " (· a space, ↵ a newline)"
+    )
     return fig
