@@ -170,7 +170,7 @@ BERT_SHAKESPEARE = Checkpoint(
 # (docs/assistant/sft.md); the revision is the first 40 hex digits of the weights' sha256.
 GPT2_SPEAKER = Checkpoint(
     repo_id="tensor-by-tensor/gpt2-shakespeare-speaker",
-    revision="7410e4b6246055c7cd6f76cd1f3aab375bf3b2c1",
+    revision="a8b2371b1f2cd8ba35d2431b0d2b8a9524569ec6",
     package="",
     version="",
     folder="checkpoints/gpt2-shakespeare-speaker",
@@ -179,8 +179,8 @@ GPT2_SPEAKER = Checkpoint(
         "generation_config.json": (
             "b5aeaf34cd0247663998bd0ba21b6c5f803c4316988cb6d0dd5ed61d32ca5a7d"
         ),
-        "metrics.json": "9e88a5ec8409eb9dbbe1ced4192e9df6f4ec62e8df19d6621ea98d0ceb164a06",
-        "model.safetensors": "7410e4b6246055c7cd6f76cd1f3aab375bf3b2c12d1cb620e9f10343d18afd94",
+        "metrics.json": "59bf3876ec97fb8289b08f4f1330aad2ae055a5ef1708999296f4ed78c04f112",
+        "model.safetensors": "a8b2371b1f2cd8ba35d2431b0d2b8a9524569ec648380d2d80f1af5576d642c6",
         "tokenizer.json": "691166d9890bbd39b1b2a8b194c6b6f03a41d394431bb85b921027128650524a",
         "tokenizer_config.json": "874e76c570b46c46fffd58092edb954163e2f30af61d6e38065a3020b2b2f2c7",
     },

@@ -32,8 +32,9 @@ def speeches(play: str, lines: int = 2) -> list[tuple[str, str]]:
 
 
 def speaker_examples(seed: int = 0, held_out_every: int = 4):
-    """(train, held_out, speakers): prompt-completion dicts, every `held_out_every`-th
-    speech of the kept speakers held out, then each split shuffled with `seed`."""
+    """(train, held_out, speakers): prompt-completion dicts; of each kept speaker's speeches,
+    every `held_out_every`-th is held out, so both splits have the same mix of speakers;
+    then each split is shuffled with `seed`."""
     with open(hf_hub_download(MODEL, "tempest_gut.txt"), encoding="utf-8") as file:
         play = file.read()
     found = speeches(play)
@@ -41,13 +42,12 @@ def speaker_examples(seed: int = 0, held_out_every: int = 4):
     for speaker, _ in found:
         counts[speaker] = counts.get(speaker, 0) + 1
     speakers = sorted(s for s, n in counts.items() if n >= MIN_SPEECHES)
-    examples = [
-        {"prompt": f"Line: {text}\nSpeaker:", "completion": f" {speaker}"}
-        for speaker, text in found
-        if speaker in speakers
-    ]
-    train = [e for i, e in enumerate(examples) if i % held_out_every]
-    held_out = [e for i, e in enumerate(examples) if not i % held_out_every]
+    train, held_out, place = [], [], {}
+    for speaker, text in found:
+        if speaker in speakers:
+            place[speaker] = place.get(speaker, -1) + 1  # among this speaker's speeches
+            split = train if place[speaker] % held_out_every else held_out
+            split.append({"prompt": f"Line: {text}\nSpeaker:", "completion": f" {speaker}"})
     random.Random(seed).shuffle(train)
     random.Random(seed).shuffle(held_out)
     return train, held_out, speakers

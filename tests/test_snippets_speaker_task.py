@@ -38,12 +38,18 @@ def test_a_speech_is_its_speakers_first_lines_without_stage_directions():
 
 def test_the_split_keeps_every_speech_of_the_kept_speakers_once():
     train, held_out, speakers = speaker_examples()
-    assert (len(train), len(held_out), len(speakers)) == (452, 151, 11)
+    assert (len(train), len(held_out), len(speakers)) == (447, 156, 11)
     assert {e["completion"].strip() for e in train + held_out} == set(speakers)
     prompts = [e["prompt"] for e in train + held_out]
     assert all(p.startswith("Line: ") and p.endswith("\nSpeaker:") for p in prompts)
     # a line said twice ("I'll ... ") may repeat, but no example is in both splits
     assert not {tuple(e.items()) for e in train} & {tuple(e.items()) for e in held_out}
+    # each speaker's every fourth speech is held out: the two splits share one mix of speakers
+    for speaker in speakers:
+        n_train, n_held_out = (
+            sum(e["completion"] == f" {speaker}" for e in split) for split in (train, held_out)
+        )
+        assert n_held_out == -(-(n_train + n_held_out) // 4)
     assert speaker_examples(seed=1)[0] != train
     assert sorted(map(str, speaker_examples(seed=1)[0])) == sorted(map(str, train))
 
@@ -61,7 +67,7 @@ def test_the_shipped_checkpoint_was_trained_by_this_script_and_scores_what_it_re
     assert metrics["speakers"] == speakers
     batches = -(-len(train) // SFT_SETTINGS["batch_size"])
     assert len(metrics["losses"]) == SFT_SETTINGS["epochs"] * batches
-    # greedy answers: a near-tie may fall the other way on another CPU, one or two of 151
+    # greedy answers: a near-tie may fall the other way on another CPU, one or two of 156
     measured = exact_match(*shipped, held_out)
     assert abs(measured - metrics["exact_match_after"]["held_out"]) <= 2 / len(held_out)
     assert metrics["exact_match_before"] == {"held_out": 0.0, "train": 0.0}
