@@ -77,13 +77,16 @@ def fine_tune(model, tokenizer, examples, epochs=2, batch_size=16, lr=3e-4, seed
 # --8<-- [start:pack]
 def pack(batch: dict) -> dict:
     """A padded batch (B, T) -> its examples end to end in one row (1, N), N the number of
-    real tokens: input_ids and labels, position_ids that restart at 0 with each example,
-    and document, the index of the example each token comes from."""
+    real tokens: input_ids; labels, IGNORE on each example's first token (no token of the
+    previous example predicts it); position_ids that restart at 0 with each example; and
+    document, the index of the example each token comes from."""
     lengths = batch["attention_mask"].sum(1).tolist()  # each example's real tokens
+    position_ids = torch.cat([torch.arange(n) for n in lengths])[None]  # (1, N)
+    labels = torch.cat([batch["labels"][b, :n] for b, n in enumerate(lengths)])[None]
     return {
         "input_ids": torch.cat([batch["input_ids"][b, :n] for b, n in enumerate(lengths)])[None],
-        "labels": torch.cat([batch["labels"][b, :n] for b, n in enumerate(lengths)])[None],
-        "position_ids": torch.cat([torch.arange(n) for n in lengths])[None],
+        "labels": labels.masked_fill(position_ids == 0, IGNORE),  # (1, N)
+        "position_ids": position_ids,
         "document": torch.cat([torch.full((n,), b) for b, n in enumerate(lengths)])[None],
     }
 

@@ -7,13 +7,18 @@ What holds: `sft_batch` gives TRL's input_ids, attention_mask and labels bit for
 appends the end-of-text token's text to the completion, tokenizes prompt + completion in
 one piece and masks their common prefix; its collator pads with the end-of-text token, id
 0, and -100). `sft_loss` and the model's own loss (`model(**batch).loss`) give the same
-gradients; TRL's `compute_loss`, whose fused output layer scores the counted tokens in
-chunks, agrees to float rounding. Packing with restarted positions and a block-diagonal
-causal mask gives each example's padded loss to float rounding, under sdpa (a boolean
-mask), eager (a float mask) and transformers' own mask built from position_ids."""
+gradients; TRL's `compute_loss`, which patches the model's forward to compute each
+position's log-probability with its own log-sum-exp and backward, agrees to float rounding.
+`pack` gives the input_ids, labels and position_ids of TRL's padding-free collator; with
+restarted positions and a block-diagonal causal mask it gives each example's padded loss to
+float rounding, under sdpa (a boolean mask), eager (a float mask) and transformers' own mask
+built from position_ids. The shipped model's first two steps are `fine_tune`'s, and it
+beats the majority answer and its own answers shuffled across the held-out lines."""
 
+import json
 import re
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -21,20 +26,37 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import SFTConfig, SFTTrainer
+from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
 from snippets.hub import GPT2_SPEAKER
-from snippets.sft import IGNORE, block_causal_mask, document_losses, pack, sft_batch, sft_loss
-from snippets.speaker_task import MODEL, speaker_examples
+from snippets.sft import (
+    IGNORE,
+    block_causal_mask,
+    document_losses,
+    fine_tune,
+    pack,
+    sft_batch,
+    sft_loss,
+)
+from snippets.speaker_task import MODEL, SFT_SETTINGS, answers, speaker_examples
 
 DOCS = Path(__file__).parents[1] / "docs"
 LOSS_ATOL = 1e-4  # TRL's fused loss against ours: float rounding, measured below
 GRAD_ATOL = 1e-4  # and its gradients
 PACKED_ATOL = 1e-4  # a packed example's loss against the same example padded
+RUN_ATOL = 1e-4  # fine_tune's first losses against the shipped run's: measured 0 to 1e-6
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     return AutoTokenizer.from_pretrained(MODEL)
+
+
+@pytest.fixture(scope="module")
+def shipped_metrics():
+    from huggingface_hub import hf_hub_download
+
+    return json.loads(Path(hf_hub_download(GPT2_SPEAKER.repo_id, "metrics.json")).read_text())
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +109,7 @@ def test_sft_loss_equals_trl_and_the_model_own_loss_with_gradients(
 ):
     model = AutoModelForCausalLM.from_pretrained(MODEL) if size == "book" else gpt2_124m
     sizes = (1, 5, 16, 3) if size == "book" else (4, 3)
-    shown = examples[3:]  # the page shows the first eight
+    shown = examples[8:]  # the page shows the first eight
     trainer = sft_trainer(model, tokenizer, shown[: sum(sizes)])
     rows = [trainer.train_dataset[i] for i in range(sum(sizes))]
     model.eval()  # GPT2Config() has dropout; the book's model has none
@@ -170,6 +192,49 @@ def test_packed_examples_give_each_example_its_padded_loss(prove, tokenizer, exa
         )
 
 
+@pytest.mark.parametrize("labelled", ["completion", "every token"])
+def test_pack_equals_trl_padding_free_collator(tokenizer, examples, labelled):
+    """pack's input_ids, labels and position_ids are those of TRL's padding-free collator,
+    which sets the label of each document's first token to -100: with every token labelled,
+    that label would otherwise be predicted from the previous document's last token."""
+    collator = DataCollatorForLanguageModeling(pad_token_id=0, padding_free=True)
+    for part in batches(examples[200:], (1, 4, 9)):
+        batch = sft_batch(tokenizer, part)
+        if labelled == "every token":
+            batch["labels"] = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, IGNORE)
+        rows = [
+            {"input_ids": ids[:n].tolist(), "labels": y[:n].tolist()}
+            for ids, y, n in zip(
+                batch["input_ids"], batch["labels"], batch["attention_mask"].sum(1), strict=True
+            )
+        ]
+        ours, theirs = pack(batch), collator(rows)
+        for key in ("input_ids", "labels", "position_ids"):
+            assert torch.equal(ours[key], theirs[key]), (labelled, len(part), key)
+
+
+def test_fine_tune_reproduces_the_shipped_run_first_steps(tokenizer, shipped_metrics):
+    train, _, _ = speaker_examples(SFT_SETTINGS["seed"])
+    model = AutoModelForCausalLM.from_pretrained(MODEL)
+    settings = {**SFT_SETTINGS, "epochs": 1}
+    losses = fine_tune(model, tokenizer, train[: 2 * settings["batch_size"]], **settings)
+    recorded = torch.tensor(shipped_metrics["losses"][:2])
+    assert torch.allclose(torch.tensor(losses), recorded, rtol=0, atol=RUN_ATOL)
+
+
+def test_the_shipped_model_beats_the_majority_and_the_shuffled_answers(tokenizer):
+    _, held_out, speakers = speaker_examples(seed=0)
+    tuned = AutoModelForCausalLM.from_pretrained(GPT2_SPEAKER.repo_id)
+    given = answers(tuned, tokenizer, [e["prompt"] for e in held_out])
+    true = [e["completion"].strip() for e in held_out]
+    score = sum(g == t for g, t in zip(given, true, strict=True)) / len(held_out)
+    majority = Counter(true).most_common(1)[0][1] / len(held_out)
+    shuffled = sum(given.count(s) * true.count(s) for s in speakers) / len(held_out) ** 2
+    assert all(g in speakers for g in given)  # the format: every answer a name
+    assert 0.2 < score < 0.3 and score > majority + 0.05  # the page's bounds
+    assert shuffled < majority < score
+
+
 def test_warning_the_prompts_tokens_in_the_loss(tokenizer, examples):
     model = AutoModelForCausalLM.from_pretrained(MODEL)
     part = examples[40:46]
@@ -247,12 +312,8 @@ def test_warning_packing_without_a_block_diagonal_mask(tokenizer, examples):
             assert (wrong - alone).abs().max() > 0.1
 
 
-def test_the_shipped_model_and_the_page_agree_with_its_run():
-    import json
-
-    from huggingface_hub import hf_hub_download
-
-    metrics = json.loads(Path(hf_hub_download(GPT2_SPEAKER.repo_id, "metrics.json")).read_text())
+def test_the_shipped_model_and_the_page_agree_with_its_run(shipped_metrics):
+    metrics = shipped_metrics
     settings = metrics["settings"]
     assert settings["base"] == MODEL and settings["epochs"] == 3
     steps = len(metrics["losses"])
@@ -266,4 +327,4 @@ def test_the_shipped_model_and_the_page_agree_with_its_run():
     assert metrics["losses"][steps // 3 - 1] < 1 < metrics["losses"][0]  # the alt text
     assert 0.2 < metrics["exact_match_after"]["held_out"] < 0.3  # the page's bounds
     assert metrics["exact_match_before"]["held_out"] == 0.0
-    assert metrics["train_size"] == 452 and "452 examples" in " ".join(page.split())
+    assert metrics["train_size"] == 447 and "447 examples" in " ".join(page.split())

@@ -29,7 +29,7 @@ def which_tokens_count():
     kind[labels != IGNORE] = 2
     kind[(labels == 0) & (mask == 1)] = 3  # the end-of-text token, id 0, counted
     counted = (labels[:, 1:] != IGNORE).sum(1)  # what the loss counts: each row's (T - 1)
-    B, N = len(examples), counted.sum()
+    B, n_counted = len(examples), counted.sum()
 
     fig, (grid, weights) = plt.subplots(
         1, 2, figsize=(9, 3.4), gridspec_kw={"width_ratios": [2.2, 1]}, sharey=True
@@ -48,7 +48,9 @@ def which_tokens_count():
     grid.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=4, frameon=False)
 
     rows = np.arange(B)
-    weights.barh(rows - 0.2, [1 / N] * B, 0.4, color="#3f51b5", label="one mean over tokens")
+    weights.barh(
+        rows - 0.2, [1 / n_counted] * B, 0.4, color="#3f51b5", label="one mean over tokens"
+    )
     weights.barh(rows + 0.2, 1 / (B * counted), 0.4, color="#d81b60", label="mean per sequence")
     weights.set_xlabel("weight of each counted token")
     weights.set_title("its weight in the loss")
