@@ -81,3 +81,15 @@ def test_a_chapter_without_its_front_matter_is_named(tmp_path):
     assert problem.startswith(f"{display(page)}:1: the chapter's front matter lacks its tour")
     assert "hands_on:" in problem
     assert checks.front_matter_problems(DOCS / "bert" / "tokenizer.md") == []
+
+
+def test_a_description_in_markdown_is_named(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "bert").mkdir(parents=True)
+    page = docs / "bert" / "tokenizer.md"
+    tour = 'tour:\n  label: "Tokenizer"\n  hands_on: "ids"\n'
+    page.write_text(f'---\ndescription: "Ids by `WordPiece`."\n{tour}---\n# The tokenizer\n')
+    [problem] = checks.front_matter_problems(page, docs)
+    assert "lacks a description in plain text, with no Markdown or HTML" in problem
+    page.write_text(f'---\ndescription: "Ids by WordPiece."\n{tour}---\n# The tokenizer\n')
+    assert checks.front_matter_problems(page, docs) == []
