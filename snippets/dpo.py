@@ -88,6 +88,23 @@ def logps_of(model, batch):
 # --8<-- [end:logps_of]
 
 
+# --8<-- [start:pair_logps]
+@torch.no_grad()
+def pair_logps(model, tokenizer, pairs, batch_size=16):
+    """logps_of for many pairs, `batch_size` pairs at a time, each batch padded only to its
+    own longest row: the chosen (B,) and the rejected (B,) log-probabilities."""
+    chosen, rejected = [], []
+    for start in range(0, len(pairs), batch_size):
+        batch = dpo_batch(tokenizer, pairs[start : start + batch_size])
+        batch_chosen, batch_rejected = logps_of(model, batch)
+        chosen.append(batch_chosen)
+        rejected.append(batch_rejected)
+    return torch.cat(chosen), torch.cat(rejected)  # (B,), (B,)
+
+
+# --8<-- [end:pair_logps]
+
+
 # --8<-- [start:train_dpo]
 def train_dpo(
     policy, reference, tokenizer, pairs, steps, batch_size=4, lr=3e-5, beta=0.1, after=None

@@ -8,16 +8,19 @@ from snippets.book import computed_once
 from snippets.figures import figure
 
 RATES = (1e-5, 3e-5, 1e-4)
-STEPS, EVERY = 24, 4
+STEPS, EVERY = 16, 2
 
 
 def dpo_runs() -> dict:
-    """The page's run (24 steps of 4 training pairs from the SFT model, beta 0.1) at each
+    """The page's run (STEPS steps of 4 training pairs from the SFT model, beta 0.1) at each
     rate in RATES, the held-out pairs and exact match scored every EVERY steps; kept in
-    .cache/ under a hash of this code and of snippets/dpo.py."""
-    from snippets import dpo
+    .cache/ under a hash of this code, of the snippets it runs and of the SFT model's
+    revision."""
+    from snippets import dpo, sft, speaker_task
+    from snippets.hub import GPT2_SPEAKER
 
-    sources = [inspect.getsource(dpo), inspect.getsource(run_at), repr((RATES, STEPS, EVERY))]
+    sources = [inspect.getsource(module) for module in (dpo, sft, speaker_task)]
+    sources += [inspect.getsource(run_at), repr((RATES, STEPS, EVERY)), GPT2_SPEAKER.revision]
     return computed_once("dpo-runs", [s.encode() for s in sources], lambda: run_at(RATES))
 
 
@@ -27,7 +30,7 @@ def run_at(rates) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from snippets.dpo import SFT_MODEL, dpo_batch, logps_of, preference_pairs, train_dpo
+    from snippets.dpo import SFT_MODEL, pair_logps, preference_pairs, train_dpo
     from snippets.speaker_task import answers, exact_match, speaker_examples
 
     train, held_out, speakers = speaker_examples(seed=0)
@@ -37,9 +40,8 @@ def run_at(rates) -> dict:
     given_train = answers(reference, tokenizer, [e["prompt"] for e in train])
     given_held_out = answers(reference, tokenizer, [e["prompt"] for e in held_out])
     train_pairs = preference_pairs(train, given_train, speakers, seed=0)
-    held_out_batch = dpo_batch(tokenizer, preference_pairs(held_out, given_held_out, speakers, 1))
-    with torch.no_grad():
-        ref_chosen, ref_rejected = logps_of(reference, held_out_batch)
+    held_out_pairs = preference_pairs(held_out, given_held_out, speakers, seed=1)
+    ref_chosen, ref_rejected = pair_logps(reference, tokenizer, held_out_pairs)
     runs = {}
     for lr in rates:
         policy = copy.deepcopy(reference).requires_grad_(True)
@@ -48,8 +50,7 @@ def run_at(rates) -> dict:
         def score(step, policy=policy, curve=curve):
             if step % EVERY:
                 return
-            with torch.no_grad():
-                chosen, rejected = logps_of(policy, held_out_batch)
+            chosen, rejected = pair_logps(policy, tokenizer, held_out_pairs)
             chosen_ratio, rejected_ratio = chosen - ref_chosen, rejected - ref_rejected
             curve.append(
                 {
@@ -71,7 +72,9 @@ def run_at(rates) -> dict:
 COLOURS = ("#3f51b5", "#e65100", "#00897b")
 
 
-@figure("assistant-dpo.svg", inputs=("snippets/dpo.py", "snippets/speaker_task.py"))
+@figure(
+    "assistant-dpo.svg", inputs=("snippets/dpo.py", "snippets/sft.py", "snippets/speaker_task.py")
+)
 def dpo_at_three_rates():
     runs = dpo_runs()
     fig, axes = plt.subplots(1, 3, figsize=(9, 2.8))
