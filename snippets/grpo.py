@@ -16,12 +16,14 @@ def sample_groups(model, tokenizer, prompts, G, max_completion_length=7, tempera
     GRPOTrainer names it: prompt_ids and prompt_mask (P G, T_p), padded on the left;
     completion_ids and completion_mask (P G, T_c), the mask 1 up to and including the
     first end-of-text token, the ids after it end-of-text too. Each token is drawn from
-    softmax(logits / temperature), with the model's own key-value cache."""
+    softmax(logits / temperature), with the model's own key-value cache, at positions
+    counted from each row's first real token, as generate counts them."""
     tokenizer.padding_side = "left"  # every prompt ends in the last column
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
     eos = tokenizer.eos_token_id
     batch = tokenizer(prompts, return_tensors="pt", padding=True)  # (P, T_p)
-    out = model(**batch, use_cache=True, logits_to_keep=1)  # each prompt read once
+    positions = (batch["attention_mask"].cumsum(dim=1) - 1).clamp(min=0)  # (P, T_p)
+    out = model(**batch, position_ids=positions, use_cache=True, logits_to_keep=1)
     rows = torch.arange(len(prompts)).repeat_interleave(G)  # (P G,): 0 G times, 1 G times...
     out.past_key_values.reorder_cache(rows)  # each prompt's keys and values, G copies
     logits = out.logits[rows, -1]  # (P G, V)
@@ -33,7 +35,12 @@ def sample_groups(model, tokenizer, prompts, G, max_completion_length=7, tempera
         mask = torch.cat([mask, torch.ones_like(tokens[-1])], dim=1)  # (P G, T_p + t + 1)
         if t + 1 == max_completion_length or torch.cat(tokens, 1).eq(eos).any(1).all():
             break
-        out = model(input_ids=tokens[-1], attention_mask=mask, past_key_values=out.past_key_values)
+        out = model(
+            input_ids=tokens[-1],
+            attention_mask=mask,
+            position_ids=mask.sum(dim=1, keepdim=True) - 1,  # (P G, 1): the new token's
+            past_key_values=out.past_key_values,
+        )
         logits = out.logits[:, -1]
     completion_ids = torch.cat(tokens, dim=1)  # (P G, T_c)
     is_eos = completion_ids.eq(eos).int()
@@ -75,16 +82,21 @@ def group_advantages(rewards, G, scale=True, eps=1e-4):
 
 
 # --8<-- [start:logps]
-def per_token_logps(model, inputs, temperature=1.0):
+def per_token_logps(model, inputs, temperature=1.0, positions_from_mask=False):
     """log π(o_t | q, o_<t) of each completion token under `model`: (B, T_c), 0 where the
-    completion mask is 0, as TRL computes them. The model sees the prompt and completion
-    as one row, with no position ids, as TRL calls it."""
+    completion mask is 0. The model sees the prompt and completion as one row; with no
+    position ids, as TRL 1.16 calls it, a left-padded row is read at shifted positions;
+    `positions_from_mask` counts them from each row's first real token, as generate does."""
     completion_ids, completion_mask = inputs["completion_ids"], inputs["completion_mask"]
     input_ids = torch.cat([inputs["prompt_ids"], completion_ids], dim=1)  # (B, T_p + T_c)
     attention_mask = torch.cat([inputs["prompt_mask"], completion_mask], dim=1)
     T_c = completion_ids.shape[1]
+    positions = (attention_mask.cumsum(dim=1) - 1).clamp(min=0) if positions_from_mask else None
     logits = model(
-        input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=T_c + 1
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=positions,
+        logits_to_keep=T_c + 1,
     ).logits
     logits = logits[:, :-1] / temperature  # (B, T_c, V): position t predicts token t + 1
     logps = logits.log_softmax(dim=-1).gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)
@@ -156,19 +168,22 @@ def rewards_for(model, tokenizer, examples, G, **sampling):
 def grpo_train(model, tokenizer, examples, steps, P=8, G=4, lr=1e-4, beta=0.04, seed=0, **loss):
     """`steps` steps of GRPO on `examples`, P of them per step, G completions each, one
     AdamW step per batch: π_old is the model that sampled, so ρ = 1 in value.
-    `loss` goes to grpo_loss. -> [(mean reward, mean k3 to the start), one per step]."""
+    `loss` goes to grpo_loss (loss_type "dapo", TRL's default, unless given). The
+    log-probabilities count positions from each row's first real token, as the sampler.
+    -> [(mean reward, mean k3 to the start), one per step]."""
     torch.manual_seed(seed)
     reference = copy.deepcopy(model).requires_grad_(False)  # π_ref: the model as it starts
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     order = torch.randperm(len(examples)).tolist()
+    positions = dict(positions_from_mask=True)  # as the sampler reads them
     history = []
     for step in range(steps):
         chosen = [examples[order[(step * P + i) % len(examples)]] for i in range(P)]
         batch, rewards = rewards_for(model, tokenizer, chosen, G)
         batch["advantages"] = group_advantages(rewards, G)  # (P G,)
         with torch.no_grad():
-            batch["ref_per_token_logps"] = per_token_logps(reference, batch)  # (P G, T_c)
-        logps = per_token_logps(model, batch)  # (P G, T_c), with gradients
+            batch["ref_per_token_logps"] = per_token_logps(reference, batch, **positions)
+        logps = per_token_logps(model, batch, **positions)  # (P G, T_c), with gradients
         batch["old_per_token_logps"] = logps.detach()
         optimizer.zero_grad()
         grpo_loss(logps, batch, beta=beta, **loss).backward()

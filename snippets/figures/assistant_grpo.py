@@ -10,7 +10,8 @@ from snippets.figures import figure
 
 SPEAKER_MODEL = "tensor-by-tensor/gpt2-shakespeare-speaker"
 RUN = dict(steps=12, P=8, G=4, lr=2e-4, beta=0.04)  # the page's run
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1, 2)  # training seeds
+SAMPLING_SEEDS = (0, 1, 2)  # for the held-out mean reward
 
 
 def _model_and_data():
@@ -24,25 +25,52 @@ def _model_and_data():
     return model, tokenizer, train, held_out
 
 
-def measure_runs(seeds=SEEDS, run=RUN) -> dict:
-    """For each seed, the page's run from the SFT model: the training batches' mean
-    reward and mean k3 per step, and before and after it, on the 149 held-out prompts,
-    the mean reward of 4 sampled answers each (sampling seed 0, as on the page) and the
-    greedy exact match."""
+def _greedy(model, tokenizer, examples):
+    """Greedy exact match, and the most frequent greedy answer with its share."""
+    from collections import Counter
+
+    from snippets.speaker_task import answers
+
+    given = answers(model, tokenizer, [e["prompt"] for e in examples])
+    right = sum(g == e["completion"].strip() for g, e in zip(given, examples, strict=True))
+    top, count = Counter(given).most_common(1)[0]
+    return {"exact_match": right / len(examples), "top": top, "top_share": count / len(given)}
+
+
+def _state(model, tokenizer, train, held_out, sampling_seeds=SAMPLING_SEEDS):
     import torch
 
-    from snippets.grpo import grpo_train, rewards_for
-    from snippets.speaker_task import exact_match
+    from snippets.grpo import rewards_for
 
-    def held_out_reward(model, tokenizer, held_out):
-        torch.manual_seed(0)
-        return rewards_for(model, tokenizer, held_out, G=4)[1].mean().item()
+    rewards = []
+    for seed in sampling_seeds:
+        torch.manual_seed(seed)
+        rewards.append(rewards_for(model, tokenizer, held_out, G=4)[1].mean().item())
+    return {
+        "reward": rewards,  # held out, 4 sampled answers each, one per sampling seed
+        "held_out": _greedy(model, tokenizer, held_out),
+        "train": _greedy(model, tokenizer, train),
+    }
+
+
+def measure_runs(seeds=SEEDS, run=RUN) -> dict:
+    """For each training seed, the page's run from the SFT model: the training batches'
+    mean reward and mean k3 per step; before and after it, the held-out mean reward of 4
+    sampled answers per prompt (one value per sampling seed), and the greedy exact match
+    and most frequent greedy answer on held-out and train prompts. With the majority
+    answer's share of each split."""
+    from collections import Counter
+
+    import torch
+
+    from snippets.grpo import grpo_train
 
     model, tokenizer, train, held_out = _model_and_data()
-    before = {
-        "reward": held_out_reward(model, tokenizer, held_out),
-        "exact_match": exact_match(model, tokenizer, held_out),
-    }
+    majority = {}
+    for split, examples in (("held_out", held_out), ("train", train)):
+        name, count = Counter(e["completion"].strip() for e in examples).most_common(1)[0]
+        majority[split] = {"name": name, "share": count / len(examples), "n": len(examples)}
+    before = _state(model, tokenizer, train, held_out)
     runs = []
     for seed in seeds:
         model, tokenizer, train, held_out = _model_and_data()
@@ -52,21 +80,25 @@ def measure_runs(seeds=SEEDS, run=RUN) -> dict:
                 "seed": seed,
                 "reward": [r for r, _ in history],
                 "kl": [kl for _, kl in history],
-                "after": {
-                    "reward": held_out_reward(model, tokenizer, held_out),
-                    "exact_match": exact_match(model, tokenizer, held_out),
-                },
+                "after": _state(model, tokenizer, train, held_out),
             }
         )
-    return {"threads": torch.get_num_threads(), "before": before, "runs": runs, "run": run}
+    return {
+        "threads": torch.get_num_threads(),
+        "majority": majority,
+        "before": before,
+        "runs": runs,
+        "run": run,
+    }
 
 
 def runs() -> dict:
-    """The measurement, taken once per version of the code it runs."""
-    from snippets import grpo, speaker_task
+    """The measurement, taken once per version of the code it runs and of the checkpoint."""
+    from snippets import grpo, hub, sft, speaker_task
 
-    sources = [inspect.getsource(m) for m in (grpo, speaker_task)]
-    sources += [inspect.getsource(measure_runs), repr((SEEDS, RUN))]
+    sources = [inspect.getsource(m) for m in (grpo, speaker_task, sft)]
+    sources += [inspect.getsource(f) for f in (measure_runs, _state, _greedy)]
+    sources += [repr((SEEDS, SAMPLING_SEEDS, RUN, hub.GPT2_SPEAKER.revision))]
     return computed_once("grpo-runs", [s.encode() for s in sources], measure_runs)
 
 
@@ -92,7 +124,7 @@ def reward_and_kl_over_steps():
         for run, colour in zip(measured["runs"], COLOURS, strict=True):
             held_ax.plot(
                 [0 + 2 * offset, 1 + 2 * offset],
-                [before[what], run["after"][what]],
+                [_value(before, what), _value(run["after"], what)],
                 color=colour,
                 marker=marker,
                 markersize=4,
@@ -102,7 +134,7 @@ def reward_and_kl_over_steps():
     held_ax.set_ylim(0, max(0.4, held_ax.get_ylim()[1]))
     held_ax.text(0.5, 0.02, "sampled\nmean reward", ha="center", fontsize=8)
     held_ax.text(2.5, 0.02, "greedy\nexact match", ha="center", fontsize=8)
-    held_ax.set_title("held out, 149 prompts", fontsize=9.5)
+    held_ax.set_title(f"held out, {measured['majority']['held_out']['n']} prompts", fontsize=9.5)
     fig.suptitle(
         f"GRPO from the SFT model: {RUN['steps']} steps, P = {RUN['P']} prompts, "
         f"G = {RUN['G']}, lr {RUN['lr']:g}, beta {RUN['beta']:g}",
@@ -112,16 +144,15 @@ def reward_and_kl_over_steps():
     return fig
 
 
-@figure("assistant-grpo-advantages.svg", inputs=("snippets/grpo.py", "snippets/speaker_task.py"))
+@figure("assistant-grpo-advantages.svg", inputs=("snippets/grpo.py",))
 def group_advantages_of_a_few_prompts():
     import torch
 
-    from snippets.grpo import group_advantages, rewards_for
+    from snippets.grpo import group_advantages
 
-    model, tokenizer, train, _ = _model_and_data()
-    P, G = 6, 8
-    torch.manual_seed(0)
-    _, rewards = rewards_for(model, tokenizer, train[:P], G)  # (P G,)
+    G, right = 8, (0, 1, 2, 4, 6, 8)  # six groups: how many of their 8 answers are right
+    P = len(right)
+    rewards = torch.tensor([float(i < k) for k in right for i in range(G)])  # (P G,)
     shown = {
         "GRPO: (r - mean) / (std + eps)": group_advantages(rewards, G),
         "Dr. GRPO: r - mean": group_advantages(rewards, G, scale=False),
@@ -155,3 +186,10 @@ def group_advantages_of_a_few_prompts():
     )
     fig.tight_layout()
     return fig
+
+
+def _value(state, what):
+    """The held-out mean reward (over sampling seeds) or greedy exact match of a state."""
+    if what == "reward":
+        return float(np.mean(state["reward"]))
+    return state["held_out"]["exact_match"]
