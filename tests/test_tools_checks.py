@@ -93,3 +93,9 @@ def test_a_description_in_markdown_is_named(tmp_path):
     assert "lacks a description in plain text, with no Markdown or HTML" in problem
     page.write_text(f'---\ndescription: "Ids by WordPiece."\n{tour}---\n# The tokenizer\n')
     assert checks.front_matter_problems(page, docs) == []
+    linked = '"The [CLS] vector, as [BERT](bert.md) has it."'
+    page.write_text(f"---\ndescription: {linked}\n{tour}---\n# T\n")
+    [problem] = checks.front_matter_problems(page, docs)
+    assert "lacks a description in plain text" in problem
+    page.write_text(f'---\ndescription: "The [CLS] vector."\n{tour}---\n# The tokenizer\n')
+    assert checks.front_matter_problems(page, docs) == []

@@ -141,7 +141,7 @@ def front_matter_problems(page: Path, docs: Path = DOCS) -> list[str]:
     description = meta.get("description")
     if not isinstance(description, str):
         missing.append("a description")
-    elif re.search(r"[`*<>\[\]]", description):  # the meta description and the home page's line
+    elif re.search(r"[`*<>]|\]\(", description):  # the meta description and the home page's line
         missing.append("a description in plain text, with no Markdown or HTML")
     if not isinstance(tour, dict) or set(tour) != {"label", "hands_on"}:
         missing.append("its tour box, a label and what it hands on")
